@@ -1,0 +1,1 @@
+//! reclaimlab-host (being written).

@@ -1,0 +1,1 @@
+//! reclaimlab-kernel (being written).

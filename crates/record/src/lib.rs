@@ -1,0 +1,1 @@
+//! reclaimlab-record (being written).

@@ -1,0 +1,1 @@
+//! reclaimlab-report (being written).

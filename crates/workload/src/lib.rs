@@ -1,0 +1,1 @@
+//! reclaimlab-workload (being written).
