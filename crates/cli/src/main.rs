@@ -1,1 +1,65 @@
-fn main() {}
+/*!
+The `reclaimlab` binary: the definition of the command line, and glue.
+
+Every subcommand lives in its own `cmd_*.rs` file with its clap arguments and a
+`run` function; the library crates do the work. Errors from user input end the
+process with exit code 2 and a message that names the input and the fix.
+*/
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cmd_doctor;
+mod cmd_import;
+mod cmd_list;
+mod cmd_report;
+mod cmd_run;
+mod cmd_sim;
+
+/// A laboratory for Linux memory-reclaim stalls.
+#[derive(Parser, Debug)]
+#[command(name = "reclaimlab", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    mode: Mode,
+}
+
+#[derive(Subcommand, Debug)]
+enum Mode {
+    /// Simulate a workload on the simulated kernel under one or more kernel profiles.
+    Sim(cmd_sim::Args),
+    /// Run a workload on the real, running kernel (inside a memory cgroup by default).
+    Run(cmd_run::Args),
+    /// Compare run records side by side (the first is the baseline).
+    Report(cmd_report::Args),
+    /// Import external data (ftrace text, mmtests results) into a run record.
+    Import(cmd_import::Args),
+    /// List kernel profiles, machines, workloads or parameters.
+    List(cmd_list::Args),
+    /// Say what this host can `run`, and how to fix what is missing.
+    Doctor(cmd_doctor::Args),
+    /// Internal worker programs used by `run` (not for direct use).
+    #[command(hide = true)]
+    Worker(cmd_run::WorkerArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.mode {
+        Mode::Sim(a) => cmd_sim::run(a),
+        Mode::Run(a) => cmd_run::run(a),
+        Mode::Report(a) => cmd_report::run(a),
+        Mode::Import(a) => cmd_import::run(a),
+        Mode::List(a) => cmd_list::run(a),
+        Mode::Doctor(a) => cmd_doctor::run(a),
+        Mode::Worker(a) => cmd_run::worker(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("reclaimlab: error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}

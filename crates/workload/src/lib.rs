@@ -1,1 +1,3 @@
-//! reclaimlab-workload (being written).
+//! Workload definitions: the generic TOML spec and the named workloads.
+
+pub mod stutterp;

@@ -1,0 +1,1 @@
+//! stutterp sizing (being written).
