@@ -1,0 +1,3 @@
+//! Importers: external data (ftrace text, mmtests results) into run records.
+//!
+//! (being written)

@@ -1,0 +1,229 @@
+//! `/proc/vmstat` counters: the kernel's text format, and the sampled table of a
+//! record (`vmstat.csv`).
+//!
+//! The real runner samples `/proc/vmstat`, the mmtests importer reads its
+//! snapshots, and the simulator names its counters the same way, so the parser
+//! and the table live here, next to the record they end up in. Counter order is
+//! kept as the kernel printed it (it groups related counters), never sorted.
+
+use std::path::Path;
+
+use crate::error::{RecordError, Result};
+
+/// Counters of one `/proc/vmstat` snapshot, in the kernel's order.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct VmstatSnapshot {
+    /// `(name, value)` pairs in file order.
+    pub counters: Vec<(String, u64)>,
+}
+
+impl VmstatSnapshot {
+    /// The value of a counter.
+    pub fn get(&self, name: &str) -> Option<u64> {
+        self.counters
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| *v)
+    }
+    /// Counter names in order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.counters.iter().map(|(n, _)| n.as_str())
+    }
+}
+
+/// Parses one `name value` line of `/proc/vmstat`. Blank lines give `Ok(None)`.
+///
+/// Values are non-negative integers; a negative value (some per-cpu-drifted
+/// gauges, e.g. `nr_zone_write_pending` on some kernels, can read negative
+/// briefly) is clamped to 0 rather than rejected, since it is what the kernel printed.
+pub fn parse_vmstat_line(line: &str) -> std::result::Result<Option<(&str, u64)>, String> {
+    let line = line.trim_end_matches(['\n', '\r']);
+    let mut it = line.split_ascii_whitespace();
+    let Some(name) = it.next() else {
+        return Ok(None);
+    };
+    let Some(value) = it.next() else {
+        return Err(format!(
+            "expected `NAME VALUE` (a /proc/vmstat line), found only {name:?}"
+        ));
+    };
+    if it.next().is_some() {
+        return Err(format!(
+            "expected `NAME VALUE` (a /proc/vmstat line), found more than two fields: {line:?}"
+        ));
+    }
+    if !name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_') {
+        return Err(format!(
+            "counter name {name:?} is not a /proc/vmstat name (letters, digits, `_`)"
+        ));
+    }
+    let v = if let Some(neg) = value.strip_prefix('-') {
+        neg.parse::<u64>().map(|_| 0)
+    } else {
+        value.parse::<u64>()
+    };
+    match v {
+        Ok(v) => Ok(Some((name, v))),
+        Err(_) => Err(format!(
+            "value {value:?} of {name:?} is not an integer (a /proc/vmstat line is `NAME INTEGER`)"
+        )),
+    }
+}
+
+/// Parses the whole text of `/proc/vmstat`. `path` and `first_line` (1-based
+/// line number of `text`'s first line in that file) are used in error messages.
+pub fn parse_proc_vmstat(text: &str, path: &Path, first_line: u64) -> Result<VmstatSnapshot> {
+    let mut counters = Vec::with_capacity(256);
+    for (i, line) in text.lines().enumerate() {
+        match parse_vmstat_line(line) {
+            Ok(Some((n, v))) => counters.push((n.to_string(), v)),
+            Ok(None) => {}
+            Err(m) => return Err(RecordError::line(path, first_line + i as u64, m)),
+        }
+    }
+    Ok(VmstatSnapshot { counters })
+}
+
+/// One row of `vmstat.csv`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VmstatRow {
+    /// Seconds from the record's time 0.
+    pub t_s: f64,
+    /// The step the sample belongs to.
+    pub step: u32,
+    /// Values, in the order of [`Vmstat::counters`].
+    pub values: Vec<u64>,
+}
+
+/// The contents of `vmstat.csv`: counter names and rows in time order.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Vmstat {
+    /// Counter names (the header after `t_s,step`).
+    pub counters: Vec<String>,
+    /// Samples in time order.
+    pub rows: Vec<VmstatRow>,
+}
+
+impl Vmstat {
+    /// Column index of a counter.
+    pub fn index(&self, counter: &str) -> Option<usize> {
+        self.counters.iter().position(|c| c == counter)
+    }
+
+    /// Whether the record has this counter.
+    pub fn has(&self, counter: &str) -> bool {
+        self.index(counter).is_some()
+    }
+
+    /// Last minus first row over the whole run; `None` if the counter is absent
+    /// or there are fewer than two rows. Gauges (`nr_free_pages`) can go down,
+    /// hence signed.
+    pub fn delta(&self, counter: &str) -> Option<i64> {
+        let i = self.index(counter)?;
+        if self.rows.len() < 2 {
+            return None;
+        }
+        let first = self.rows.first()?.values.get(i)?;
+        let last = self.rows.last()?.values.get(i)?;
+        Some(*last as i64 - *first as i64)
+    }
+
+    /// Last minus first row of one step; `None` if the counter is absent or the
+    /// step has fewer than two rows (an imported mmtests run has only whole-run
+    /// snapshots: use [`Vmstat::delta`]).
+    pub fn delta_in_step(&self, counter: &str, step: u32) -> Option<i64> {
+        let i = self.index(counter)?;
+        let mut rows = self.rows.iter().filter(|r| r.step == step);
+        let first = rows.next()?;
+        let last = rows.last()?;
+        Some(*last.values.get(i)? as i64 - *first.values.get(i)? as i64)
+    }
+
+    /// Whole-run deltas of every counter, in header order (empty with fewer than two rows).
+    pub fn deltas(&self) -> Vec<(&str, i64)> {
+        match (self.rows.first(), self.rows.last()) {
+            (Some(f), Some(l)) if self.rows.len() >= 2 => self
+                .counters
+                .iter()
+                .zip(f.values.iter().zip(&l.values))
+                .map(|(c, (a, b))| (c.as_str(), *b as i64 - *a as i64))
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Values of one counter over time: `(t_s, step, value)`.
+    pub fn series(&self, counter: &str) -> Vec<(f64, u32, u64)> {
+        match self.index(counter) {
+            Some(i) => self
+                .rows
+                .iter()
+                .map(|r| (r.t_s, r.step, r.values[i]))
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_proc_vmstat() {
+        let s = parse_proc_vmstat(
+            "nr_free_pages 1000\npgscan_kswapd 5\n\npgscan_direct 7\n",
+            Path::new("x"),
+            1,
+        )
+        .unwrap();
+        assert_eq!(s.counters.len(), 3);
+        assert_eq!(s.get("pgscan_direct"), Some(7));
+        assert_eq!(s.names().next(), Some("nr_free_pages"));
+    }
+
+    #[test]
+    fn bad_line_names_file_and_line() {
+        let e = parse_proc_vmstat("a 1\nb x\n", Path::new("tests-sysstate"), 10).unwrap_err();
+        assert_eq!(
+            e.to_string().split(':').take(2).collect::<Vec<_>>(),
+            ["tests-sysstate", "11"]
+        );
+    }
+
+    #[test]
+    fn deltas() {
+        let v = Vmstat {
+            counters: vec!["a".into(), "b".into()],
+            rows: vec![
+                VmstatRow {
+                    t_s: 0.0,
+                    step: 4,
+                    values: vec![10, 5],
+                },
+                VmstatRow {
+                    t_s: 1.0,
+                    step: 4,
+                    values: vec![15, 3],
+                },
+                VmstatRow {
+                    t_s: 2.0,
+                    step: 6,
+                    values: vec![20, 3],
+                },
+                VmstatRow {
+                    t_s: 3.0,
+                    step: 6,
+                    values: vec![26, 9],
+                },
+            ],
+        };
+        assert_eq!(v.delta("a"), Some(16));
+        assert_eq!(v.delta("b"), Some(4));
+        assert_eq!(v.delta_in_step("a", 6), Some(6));
+        assert_eq!(v.delta_in_step("b", 4), Some(-2));
+        assert_eq!(v.delta_in_step("a", 8), None);
+        assert_eq!(v.delta("zz"), None);
+        assert_eq!(v.deltas(), vec![("a", 16), ("b", 4)]);
+    }
+}

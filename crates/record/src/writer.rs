@@ -1,0 +1,428 @@
+//! Writing a run record, atomically.
+//!
+//! A record is written into a temporary sibling directory
+//! (`.NAME.partial-PID`) and renamed into place by [`RecordWriter::finish`],
+//! after `run.json` has been written last: a crash, a Ctrl-C or an error never
+//! leaves a half-written record under the final name, and dropping an
+//! unfinished writer removes its partial directory. The simulator may emit
+//! millions of trace lines and latency samples, so every file is buffered, the
+//! trace is compressed as it streams, and numbers are formatted without
+//! allocating (`itoa`, `ryu`). Output is deterministic: the same calls give the
+//! same bytes (fixed gzip level, no timestamp or name in the gzip header).
+
+use std::fs::{self, File};
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use flate2::write::GzEncoder;
+use flate2::{Compression, GzBuilder};
+
+use crate::error::{RecordError, Result};
+use crate::meta::RunMeta;
+
+/// File names inside a record directory.
+pub mod files {
+    /// Metadata.
+    pub const RUN_JSON: &str = "run.json";
+    /// `/proc/vmstat` samples.
+    pub const VMSTAT_CSV: &str = "vmstat.csv";
+    /// Latency samples.
+    pub const LATENCY_CSV: &str = "latency.csv";
+    /// Tracepoint lines, gzip.
+    pub const TRACE_GZ: &str = "trace.txt.gz";
+}
+
+/// The gzip level of `trace.txt.gz`: fast, since the simulator and importers
+/// stream millions of lines through it (traces still shrink about tenfold).
+pub const TRACE_GZIP_LEVEL: u32 = 1;
+
+const BUF: usize = 256 * 1024;
+
+/// Writes one run record. See the module documentation.
+pub struct RecordWriter {
+    final_dir: PathBuf,
+    partial_dir: PathBuf,
+    meta: RunMeta,
+    vmstat: BufWriter<File>,
+    vmstat_cols: Option<usize>,
+    latency: BufWriter<File>,
+    trace: Option<GzEncoder<BufWriter<File>>>,
+    trace_lines: u64,
+    vmstat_rows: u64,
+    latency_rows: u64,
+    finished: bool,
+}
+
+fn create_file(dir: &Path, name: &str) -> Result<BufWriter<File>> {
+    let p = dir.join(name);
+    let f = File::create(&p).map_err(|e| RecordError::io(&p, "creating", e))?;
+    Ok(BufWriter::with_capacity(BUF, f))
+}
+
+/// Writes a float for CSV: shortest round-trip form, never exponent-free
+/// guarantees aside (ryu may print `1e-7`, which every CSV reader accepts).
+#[inline]
+fn put_f64(out: &mut impl Write, v: f64) -> std::io::Result<()> {
+    let mut b = ryu::Buffer::new();
+    out.write_all(b.format_finite(v).as_bytes())
+}
+
+/// Writes seconds with microsecond resolution (`12.345678`), without allocating.
+#[inline]
+fn put_secs(out: &mut impl Write, t_s: f64) -> std::io::Result<()> {
+    let us = (t_s * 1e6).round();
+    let neg = us < 0.0;
+    let us = us.abs() as u64;
+    let mut ib = itoa::Buffer::new();
+    if neg {
+        out.write_all(b"-")?;
+    }
+    out.write_all(ib.format(us / 1_000_000).as_bytes())?;
+    let frac = us % 1_000_000;
+    let mut digits = [b'0'; 7];
+    digits[0] = b'.';
+    let mut f = frac;
+    for d in digits[1..].iter_mut().rev() {
+        *d = b'0' + (f % 10) as u8;
+        f /= 10;
+    }
+    out.write_all(&digits)
+}
+
+impl RecordWriter {
+    /// Starts a record that will appear at `final_dir` when finished. The
+    /// partial directory `.NAME.partial-PID` is created beside it (a stale one of
+    /// the same name is removed first). `final_dir` itself is not touched until
+    /// [`RecordWriter::finish`].
+    pub fn create(final_dir: &Path, meta: RunMeta) -> Result<Self> {
+        let name = final_dir
+            .file_name()
+            .ok_or_else(|| RecordError::Usage {
+                path: final_dir.to_path_buf(),
+                message: "a record directory needs a name (not `/`, `.` or `..`)".into(),
+            })?
+            .to_string_lossy()
+            .into_owned();
+        let parent = match final_dir.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        fs::create_dir_all(&parent).map_err(|e| RecordError::io(&parent, "creating", e))?;
+        let partial_dir = parent.join(format!(".{name}.partial-{}", std::process::id()));
+        if partial_dir.exists() {
+            fs::remove_dir_all(&partial_dir)
+                .map_err(|e| RecordError::io(&partial_dir, "removing a stale partial record", e))?;
+        }
+        fs::create_dir(&partial_dir).map_err(|e| RecordError::io(&partial_dir, "creating", e))?;
+        let mut w = RecordWriter {
+            final_dir: final_dir.to_path_buf(),
+            vmstat: create_file(&partial_dir, files::VMSTAT_CSV)?,
+            vmstat_cols: None,
+            latency: create_file(&partial_dir, files::LATENCY_CSV)?,
+            partial_dir,
+            meta,
+            trace: None,
+            trace_lines: 0,
+            vmstat_rows: 0,
+            latency_rows: 0,
+            finished: false,
+        };
+        w.latency
+            .write_all(b"step,metric,t_s,value_us\n")
+            .map_err(|e| w.io_err(files::LATENCY_CSV, e))?;
+        Ok(w)
+    }
+
+    fn io_err(&self, file: &str, e: std::io::Error) -> RecordError {
+        RecordError::io(self.partial_dir.join(file), "writing", e)
+    }
+
+    fn usage(&self, message: impl Into<String>) -> RecordError {
+        RecordError::Usage {
+            path: self.final_dir.clone(),
+            message: message.into(),
+        }
+    }
+
+    /// The final directory this writer will produce.
+    pub fn final_dir(&self) -> &Path {
+        &self.final_dir
+    }
+
+    /// The metadata as it stands.
+    pub fn meta(&self) -> &RunMeta {
+        &self.meta
+    }
+
+    /// The metadata, to update before [`RecordWriter::finish`] (duration, steps, notes).
+    pub fn meta_mut(&mut self) -> &mut RunMeta {
+        &mut self.meta
+    }
+
+    /// Replaces the metadata.
+    pub fn set_meta(&mut self, meta: RunMeta) {
+        self.meta = meta;
+    }
+
+    /// Trace lines written so far.
+    pub fn trace_line_count(&self) -> u64 {
+        self.trace_lines
+    }
+
+    /// vmstat rows written so far.
+    pub fn vmstat_row_count(&self) -> u64 {
+        self.vmstat_rows
+    }
+
+    /// Latency samples written so far.
+    pub fn latency_count(&self) -> u64 {
+        self.latency_rows
+    }
+
+    /// Writes the `vmstat.csv` header: `t_s,step,` then the counter names.
+    /// Call once, before any [`RecordWriter::vmstat_row`]. Without it the file
+    /// holds the header `t_s,step` and no rows.
+    pub fn vmstat_header(&mut self, counters: &[&str]) -> Result<()> {
+        if self.vmstat_cols.is_some() {
+            return Err(self.usage("vmstat_header called twice"));
+        }
+        for c in counters {
+            if c.is_empty() || c.bytes().any(|b| matches!(b, b',' | b'\n' | b'\r' | b'"')) {
+                return Err(self.usage(format!(
+                    "vmstat counter name {c:?} is not a /proc/vmstat name"
+                )));
+            }
+        }
+        let r: std::io::Result<()> = (|| {
+            self.vmstat.write_all(b"t_s,step")?;
+            for c in counters {
+                self.vmstat.write_all(b",")?;
+                self.vmstat.write_all(c.as_bytes())?;
+            }
+            self.vmstat.write_all(b"\n")
+        })();
+        r.map_err(|e| self.io_err(files::VMSTAT_CSV, e))?;
+        self.vmstat_cols = Some(counters.len());
+        Ok(())
+    }
+
+    /// Appends one `vmstat.csv` row; `values` in header order.
+    pub fn vmstat_row(&mut self, t_s: f64, step: u32, values: &[u64]) -> Result<()> {
+        let Some(cols) = self.vmstat_cols else {
+            return Err(self.usage("vmstat_row before vmstat_header"));
+        };
+        if values.len() != cols {
+            return Err(self.usage(format!(
+                "vmstat_row with {} values, the header has {cols} counters",
+                values.len()
+            )));
+        }
+        if !t_s.is_finite() {
+            return Err(self.usage(format!("vmstat_row time {t_s} is not finite")));
+        }
+        let r: std::io::Result<()> = (|| {
+            let w = &mut self.vmstat;
+            put_secs(w, t_s)?;
+            let mut ib = itoa::Buffer::new();
+            w.write_all(b",")?;
+            w.write_all(ib.format(step).as_bytes())?;
+            for v in values {
+                w.write_all(b",")?;
+                w.write_all(ib.format(*v).as_bytes())?;
+            }
+            w.write_all(b"\n")
+        })();
+        r.map_err(|e| self.io_err(files::VMSTAT_CSV, e))?;
+        self.vmstat_rows += 1;
+        Ok(())
+    }
+
+    /// Appends one latency sample (`value_us` in microseconds).
+    pub fn latency(&mut self, step: u32, metric: &str, t_s: f64, value_us: f64) -> Result<()> {
+        if metric.is_empty()
+            || metric
+                .bytes()
+                .any(|b| matches!(b, b',' | b'\n' | b'\r' | b'"'))
+        {
+            return Err(self.usage(format!(
+                "latency metric {metric:?} must be a non-empty name without `,`, quotes or newlines"
+            )));
+        }
+        if !t_s.is_finite() || !value_us.is_finite() {
+            return Err(self.usage(format!(
+                "latency sample t_s={t_s} value_us={value_us} is not finite"
+            )));
+        }
+        let r: std::io::Result<()> = (|| {
+            let w = &mut self.latency;
+            let mut ib = itoa::Buffer::new();
+            w.write_all(ib.format(step).as_bytes())?;
+            w.write_all(b",")?;
+            w.write_all(metric.as_bytes())?;
+            w.write_all(b",")?;
+            put_secs(w, t_s)?;
+            w.write_all(b",")?;
+            put_f64(w, value_us)?;
+            w.write_all(b"\n")
+        })();
+        r.map_err(|e| self.io_err(files::LATENCY_CSV, e))?;
+        self.latency_rows += 1;
+        Ok(())
+    }
+
+    fn trace_encoder(&mut self) -> Result<&mut GzEncoder<BufWriter<File>>> {
+        match self.trace {
+            Some(ref mut t) => Ok(t),
+            None => {
+                let f = create_file(&self.partial_dir, files::TRACE_GZ)?;
+                // No name, mtime 0: deterministic bytes.
+                let enc = GzBuilder::new()
+                    .mtime(0)
+                    .write(f, Compression::new(TRACE_GZIP_LEVEL));
+                Ok(self.trace.insert(enc))
+            }
+        }
+    }
+
+    /// Appends one trace line (exact kernel ftrace text, without the newline; a
+    /// trailing `\n` is tolerated). Creates `trace.txt.gz` on first use.
+    #[inline]
+    pub fn trace_line(&mut self, line: &str) -> Result<()> {
+        let line = line.strip_suffix('\n').unwrap_or(line);
+        if memchr::memchr(b'\n', line.as_bytes()).is_some() {
+            return Err(self.usage("trace_line given text with an embedded newline"));
+        }
+        let enc = self.trace_encoder()?;
+        let r = enc
+            .write_all(line.as_bytes())
+            .and_then(|_| enc.write_all(b"\n"));
+        r.map_err(|e| self.io_err(files::TRACE_GZ, e))?;
+        self.trace_lines += 1;
+        Ok(())
+    }
+
+    /// Appends raw bytes of already newline-terminated trace lines (importers
+    /// copying validated input); the caller guarantees the format.
+    pub fn trace_bytes(&mut self, bytes: &[u8]) -> Result<()> {
+        let enc = self.trace_encoder()?;
+        enc.write_all(bytes)
+            .map_err(|e| self.io_err(files::TRACE_GZ, e))?;
+        self.trace_lines += memchr::memchr_iter(b'\n', bytes).count() as u64;
+        Ok(())
+    }
+
+    /// Completes the record: flushes and syncs every file, writes `run.json`
+    /// last, and renames the partial directory into place. An existing record
+    /// at `final_dir` (a directory with a `run.json`, or an empty directory) is
+    /// replaced only now; anything else there is refused. Returns the final path.
+    pub fn finish(mut self) -> Result<PathBuf> {
+        // An empty trace file when a trace was captured but held no line.
+        if self.meta.capture.trace && self.trace.is_none() {
+            self.trace_encoder()?;
+        }
+        if self.vmstat_cols.is_none() {
+            self.vmstat_header(&[])?;
+        }
+        let sync = |w: &mut BufWriter<File>, p: PathBuf| -> Result<()> {
+            w.flush().map_err(|e| RecordError::io(&p, "writing", e))?;
+            w.get_ref()
+                .sync_all()
+                .map_err(|e| RecordError::io(&p, "syncing", e))
+        };
+        sync(&mut self.vmstat, self.partial_dir.join(files::VMSTAT_CSV))?;
+        sync(&mut self.latency, self.partial_dir.join(files::LATENCY_CSV))?;
+        if let Some(enc) = self.trace.take() {
+            let p = self.partial_dir.join(files::TRACE_GZ);
+            let mut w = enc
+                .finish()
+                .map_err(|e| RecordError::io(&p, "compressing", e))?;
+            sync(&mut w, p)?;
+        }
+        let meta_path = self.partial_dir.join(files::RUN_JSON);
+        fs::write(&meta_path, self.meta.to_json())
+            .map_err(|e| RecordError::io(&meta_path, "writing", e))?;
+        if let Ok(f) = File::open(&meta_path) {
+            let _ = f.sync_all();
+        }
+
+        // Move into place.
+        let fd = &self.final_dir;
+        let mut old = None;
+        if fs::symlink_metadata(fd).is_ok() {
+            let is_record = fd.join(files::RUN_JSON).is_file();
+            let is_empty_dir = fs::read_dir(fd)
+                .map(|mut d| d.next().is_none())
+                .unwrap_or(false);
+            if !(is_record || is_empty_dir) {
+                return Err(RecordError::Usage {
+                    path: fd.clone(),
+                    message: "exists and is not a run record (no run.json); \
+                              refusing to replace it — choose another --out or remove it"
+                        .into(),
+                });
+            }
+            let name = fd
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let parent = self
+                .partial_dir
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_default();
+            let o = parent.join(format!(".{name}.old-{}", std::process::id()));
+            if o.exists() {
+                let _ = fs::remove_dir_all(&o);
+            }
+            fs::rename(fd, &o)
+                .map_err(|e| RecordError::io(fd, "moving the old record aside", e))?;
+            old = Some(o);
+        }
+        if let Err(e) = fs::rename(&self.partial_dir, fd) {
+            if let Some(o) = &old {
+                let _ = fs::rename(o, fd);
+            }
+            return Err(RecordError::io(
+                fd,
+                "renaming the finished record into place",
+                e,
+            ));
+        }
+        self.finished = true;
+        if let Some(o) = old {
+            let _ = fs::remove_dir_all(o);
+        }
+        Ok(self.final_dir.clone())
+    }
+}
+
+impl Drop for RecordWriter {
+    fn drop(&mut self) {
+        if !self.finished {
+            // Drop the encoder first so its file is closed; errors are moot.
+            self.trace.take();
+            let _ = fs::remove_dir_all(&self.partial_dir);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secs_format() {
+        let mut v = Vec::new();
+        put_secs(&mut v, 12.345678).unwrap();
+        v.push(b' ');
+        put_secs(&mut v, 0.0).unwrap();
+        v.push(b' ');
+        put_secs(&mut v, 1.0000004).unwrap();
+        v.push(b' ');
+        put_secs(&mut v, -0.5).unwrap();
+        assert_eq!(
+            String::from_utf8(v).unwrap(),
+            "12.345678 0.000000 1.000000 -0.500000"
+        );
+    }
+}
