@@ -1,0 +1,5 @@
+//! Exporters: each turns a [`crate::Report`] into bytes, and nothing else.
+
+pub mod html;
+pub mod json;
+pub mod text;

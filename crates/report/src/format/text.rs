@@ -1,0 +1,292 @@
+//! Plain-text report in mmtests' compare format, plus stall histograms.
+//!
+//! The layout follows `Compare.pm`/`PrintGeneric.pm`: a two-row header of run
+//! names split at the first `-` (with mmtests' `-rcN` rule), rows grouped by
+//! statistic (`Min mmap-4`, `Min mmap-7`, …, `Amean mmap-4`, …) with the
+//! statistic left-aligned to the longest statistic name and the operation to
+//! the longest operation name, values as `%13.4f`, and for latency a
+//! ` (%7.2f%%)` column against the first run whose parentheses become `*` when
+//! the Amean difference is significant. Duration and Ops have no % column
+//! (mmtests forces `hideCompare` for monitors) and print `%13.2f`. Stall
+//! histograms use the `sort | uniq -c | sort -n` shape of the 2021 letters.
+
+use std::fmt::Write as _;
+
+use crate::model::{LatencyReport, Report, RunReport, Significance};
+use crate::ops::{memcg_rows, ops_rows};
+use crate::stalls::{uniq_c_histogram, StallEvent};
+
+const FIELD: usize = 13;
+const COMPARE: usize = 7;
+
+/// Splits a run name into mmtests' two header rows.
+fn split_name(name: &str) -> (String, String) {
+    match name.find('-') {
+        None => (String::new(), name.to_string()),
+        Some(mut i) => {
+            let rest = &name[i..];
+            let b = rest.as_bytes();
+            if b.len() >= 4 && &rest[..3] == "-rc" && b[3].is_ascii_digit() {
+                // "5.15.0-rc3-vanilla" → "5.15.0-rc3" / "vanilla".
+                let end = rest[1..].find('-').map(|j| i + 1 + j).unwrap_or(name.len());
+                i = end;
+            }
+            if i >= name.len() {
+                (String::new(), name.to_string())
+            } else {
+                (name[..i].to_string(), name[i + 1..].to_string())
+            }
+        }
+    }
+}
+
+fn fix_zero(x: f64) -> f64 {
+    if x == 0.0 {
+        0.0
+    } else {
+        x
+    }
+}
+
+fn num(x: f64, prec: usize) -> String {
+    if x.is_finite() {
+        format!("{:>FIELD$.prec$}", fix_zero(x))
+    } else {
+        format!("{:>FIELD$}", if x.is_nan() { "nan" } else if x > 0.0 { "inf" } else { "-inf" })
+    }
+}
+
+fn header(out: &mut String, first_width: usize, col_width: usize, names: &[&str]) {
+    let split: Vec<(String, String)> = names.iter().map(|n| split_name(n)).collect();
+    for row in 0..2 {
+        let mut line = format!("{:>first_width$}", "");
+        for (a, b) in &split {
+            let cell = if row == 0 { a } else { b };
+            let _ = write!(line, "{cell:>col_width$}");
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+}
+
+const STATS: [&str; 9] = [
+    "Min", "Amean", "Stddev", "CoeffVar", "Max-90", "Max-95", "Max-99", "Max", "BAmean-95",
+];
+
+fn stat_value(l: &LatencyReport, i: usize) -> f64 {
+    [
+        l.min, l.amean, l.stddev, l.coeffvar, l.max90, l.max95, l.max99, l.max, l.bamean95,
+    ][i]
+}
+
+fn latency_table(out: &mut String, report: &Report) {
+    let ops = &report.comparable.compared;
+    if ops.is_empty() || report.runs.is_empty() {
+        return;
+    }
+    let stat_w = STATS.iter().map(|s| s.len()).max().unwrap_or(0);
+    let op_w = ops.iter().map(|s| s.len()).max().unwrap_or(0);
+    let names: Vec<&str> = report.runs.iter().map(|r| r.name.as_str()).collect();
+    header(out, stat_w + 1 + op_w, FIELD + COMPARE + 4, &names);
+    for (si, stat) in STATS.iter().enumerate() {
+        for op in ops {
+            let mut line = format!("{stat:<stat_w$} {op:<op_w$}");
+            for (ri, run) in report.runs.iter().enumerate() {
+                let Some(l) = run.latency.get(op) else {
+                    let _ = write!(line, "{:>w$}", "", w = FIELD + COMPARE + 4);
+                    continue;
+                };
+                line.push_str(&num(stat_value(l, si), 4));
+                let (pct, sig) = match (&l.vs_baseline, ri) {
+                    (Some(v), _) => {
+                        let p = [
+                            v.pct.min,
+                            v.pct.amean,
+                            v.pct.stddev,
+                            v.pct.coeffvar,
+                            v.pct.max90,
+                            v.pct.max95,
+                            v.pct.max99,
+                            v.pct.max,
+                            v.pct.bamean95,
+                        ][si];
+                        (p, *stat == "Amean" && v.significant)
+                    }
+                    _ => (0.0, false),
+                };
+                let (o, c) = if sig { ('*', '*') } else { ('(', ')') };
+                let _ = write!(line, " {o}{:>COMPARE$.2}%{c}", fix_zero(pct));
+            }
+            out.push_str(&line);
+            out.push('\n');
+        }
+    }
+}
+
+fn plain_table(out: &mut String, prefix: &str, rows: &[(String, Vec<f64>)], names: &[&str]) {
+    let op_w = rows.iter().map(|(l, _)| l.len()).max().unwrap_or(0);
+    header(out, prefix.len() + 1 + op_w, FIELD, names);
+    for (l, vals) in rows {
+        let mut line = format!("{prefix} {l:<op_w$}");
+        for v in vals {
+            line.push_str(&num(*v, 2));
+        }
+        out.push_str(&line);
+        out.push('\n');
+    }
+}
+
+fn duration_table(out: &mut String, report: &Report) {
+    let names: Vec<&str> = report.runs.iter().map(|r| r.name.as_str()).collect();
+    let rows = vec![
+        ("User".to_string(), report.runs.iter().map(|r| r.duration.user_s).collect()),
+        ("System".to_string(), report.runs.iter().map(|r| r.duration.system_s).collect()),
+        ("Elapsed".to_string(), report.runs.iter().map(|r| r.duration.elapsed_s).collect()),
+    ];
+    plain_table(out, "Duration", &rows, &names);
+}
+
+fn ops_table(out: &mut String, report: &Report) {
+    let names: Vec<&str> = report.runs.iter().map(|r| r.name.as_str()).collect();
+    let mut rows: Vec<(String, Vec<f64>)> = Vec::new();
+    let per_run: Vec<Vec<(&str, f64)>> = report.runs.iter().map(|r| ops_rows(&r.ops)).collect();
+    if let Some(first) = per_run.first() {
+        for (i, (label, _)) in first.iter().enumerate() {
+            rows.push((label.to_string(), per_run.iter().map(|r| r[i].1).collect()));
+        }
+    }
+    if report.runs.iter().any(|r| r.ops.memcg.is_some()) {
+        let per_run: Vec<Vec<(&str, f64)>> = report.runs.iter().map(|r| memcg_rows(&r.ops)).collect();
+        if let Some(first) = per_run.first() {
+            for (i, (label, _)) in first.iter().enumerate() {
+                rows.push((label.to_string(), per_run.iter().map(|r| r[i].1).collect()));
+            }
+        }
+    }
+    plain_table(out, "Ops", &rows, &names);
+}
+
+fn scope_lines(out: &mut String, report: &Report) {
+    out.push_str("Reclaim scope (which reclaim each run exercised, and which counters show its scanning):\n");
+    for r in &report.runs {
+        let counters = if r.scan_counters == "lru" {
+            "pgscan_anon/pgscan_file, pgsteal_anon/pgsteal_file (Memcg rows)"
+        } else {
+            "pgscan_direct/pgscan_kswapd, pgsteal_direct/pgsteal_kswapd"
+        };
+        let _ = writeln!(out, "  {:<24} {:<9} {}", r.name, r.reclaim_scope, counters);
+    }
+}
+
+fn stall_section(out: &mut String, run: &RunReport) {
+    let t = &run.trace;
+    let _ = write!(out, "Stalls: {}", run.name);
+    if t.present {
+        let _ = write!(
+            out,
+            " (trace {}: {} lines, {} stall events, {} unparsed",
+            t.file, t.lines, t.stall_events, t.bad_lines
+        );
+        if t.lost_events > 0 {
+            let _ = write!(out, ", {} lost", t.lost_events);
+        }
+        if t.truncated.is_some() {
+            out.push_str(", TRUNCATED");
+        }
+        out.push_str(")\n");
+    } else {
+        let _ = writeln!(
+            out,
+            " (no trace: {})",
+            t.note.as_deref().unwrap_or("the record has no trace.txt.gz")
+        );
+        return;
+    }
+    if run.stalls.is_empty() {
+        out.push_str("  no stall events (mm_vmscan_throttled, writeback_congestion_wait, writeback_wait_iff_congested)\n");
+        return;
+    }
+    for ev in StallEvent::ALL {
+        for who in ["kswapd", "direct"] {
+            let h = uniq_c_histogram(&run.stalls, ev.name(), who);
+            if h.is_empty() {
+                continue;
+            }
+            let _ = writeln!(out, "\n{} {}", ev.name(), who);
+            out.push_str(&h);
+        }
+    }
+    out.push('\n');
+    let _ = writeln!(
+        out,
+        "{:<28} {:<6} {:<27} {:>9} {:>11} {:>11} {:>13} {:>11}",
+        "Event", "Who", "Reason", "Count", "NotDelayed%", "HitTimeout%", "MeanDelay-us", "P99Delay-us"
+    );
+    for s in &run.stall_summary {
+        let _ = writeln!(
+            out,
+            "{:<28} {:<6} {:<27} {:>9} {:>11.2} {:>11.2} {:>13.1} {:>11}",
+            s.event,
+            s.who,
+            if s.reason.is_empty() { "-" } else { &s.reason },
+            s.count,
+            s.not_delayed_pct,
+            s.hit_timeout_pct,
+            s.mean_delay_us,
+            s.p99_delay_us
+        );
+    }
+}
+
+/// Renders the whole report as text (deterministic).
+pub fn render_text(report: &Report) -> String {
+    let mut out = String::new();
+    let sig = match report.significance {
+        Significance::Ttest => "t-test, * if p < 0.10 (mmtests 2018-2024)",
+        Significance::Ci => "interval rule, * if |cidiff| > 1 with mean +/- 1.96*stddev (mmtests 2024-)",
+    };
+    let _ = writeln!(
+        out,
+        "reclaimlab report: {} run(s), baseline {}; % columns against the baseline, positive = better; significance: {sig}",
+        report.runs.len(),
+        report.baseline
+    );
+    for n in &report.notes {
+        let _ = writeln!(out, "note: {n}");
+    }
+    out.push('\n');
+    if report.comparable.compared.is_empty() {
+        out.push_str("No latency operation is present in every run: no latency comparison.\n\n");
+    } else {
+        out.push_str("Latency (ms)\n");
+        latency_table(&mut out, report);
+        out.push('\n');
+    }
+    duration_table(&mut out, report);
+    out.push('\n');
+    ops_table(&mut out, report);
+    out.push('\n');
+    scope_lines(&mut out, report);
+    for run in &report.runs {
+        out.push('\n');
+        stall_section(&mut out, run);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn header_split() {
+        assert_eq!(split_name("5.15.0-rc3-vanilla"), ("5.15.0-rc3".into(), "vanilla".into()));
+        assert_eq!(
+            split_name("5.15.0-rc3-mm-reclaimcongest-v4r2"),
+            ("5.15.0-rc3".into(), "mm-reclaimcongest-v4r2".into())
+        );
+        assert_eq!(split_name("v5.15"), ("".into(), "v5.15".into()));
+        assert_eq!(split_name("v5.16-rc1"), ("".into(), "v5.16-rc1".into()));
+        assert_eq!(split_name("a-b"), ("a".into(), "b".into()));
+    }
+}

@@ -1,0 +1,109 @@
+//! The report's own input types: what one run contributes to a report.
+//!
+//! The statistics, tables and exporters only see these small, plain types, so
+//! they can be tested without files and so that exactly one adapter
+//! (`source.rs`) knows how a run record is stored on disk.
+
+use std::collections::BTreeMap;
+
+use crate::ops::Duration;
+use crate::stalls::Stalls;
+
+/// What the report needs from `run.json`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunMeta {
+    /// Run name (column header).
+    pub name: String,
+    /// `sim`, `real` or `import`.
+    pub origin: String,
+    /// Kernel profile or `uname -r`.
+    pub kernel: String,
+    /// Workload name.
+    pub workload: String,
+    /// Path of the record directory, as given.
+    pub record: String,
+    /// `global`, `memcg-v1` or `memcg-v2`.
+    pub reclaim_scope: String,
+    /// Whole-run CPU and wall time.
+    pub duration: Duration,
+    /// Steps in record order: (step, start_s, end_s).
+    pub steps: Vec<(u32, f64, f64)>,
+    /// Whether the run captured traces at all.
+    pub trace_captured: bool,
+    /// Events lost by the capture (from `run.json`).
+    pub lost_events: u64,
+    /// Capture notes (for example why no trace was captured).
+    pub capture_notes: Vec<String>,
+}
+
+/// One latency sample (`latency.csv`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct LatencySample {
+    /// Step (e.g. the worker count).
+    pub step: u32,
+    /// What was measured (`mmap`).
+    pub metric: String,
+    /// Time on the record's time base, s.
+    pub t_s: f64,
+    /// Latency, µs.
+    pub value_us: f64,
+}
+
+/// One vmstat sample reduced to the counters the plots need (cumulative).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct VmstatPoint {
+    /// Time, s.
+    pub t_s: f64,
+    /// Σ pgscan_kswapd*.
+    pub kswapd_scan: i64,
+    /// Σ pgscan_direct*.
+    pub direct_scan: i64,
+    /// Σ pgsteal_kswapd* (+ kswapd_steal).
+    pub kswapd_steal: i64,
+    /// Σ pgsteal_direct* (+ zone pgsteal).
+    pub direct_steal: i64,
+    /// pgscan_anon + pgscan_file.
+    pub lru_scan: i64,
+    /// pgsteal_anon + pgsteal_file.
+    pub lru_steal: i64,
+}
+
+/// How reading the trace went.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct TraceStatus {
+    /// A trace file was present and read.
+    pub present: bool,
+    /// The trace file path.
+    pub file: String,
+    /// Lines read (comments and blank lines included).
+    pub lines: u64,
+    /// Lines that were stall events and were counted.
+    pub stall_events: u64,
+    /// Lines that did not parse and were skipped.
+    pub bad_lines: u64,
+    /// The first few unparsable lines as `file:line: why`.
+    pub bad_examples: Vec<String>,
+    /// Set when the gzip stream ended early: reading stopped there.
+    pub truncated: Option<String>,
+    /// Events lost by the capture (run.json plus `[LOST N EVENTS]` lines).
+    pub lost_events: u64,
+    /// Why there is no trace, when there is none.
+    pub note: Option<String>,
+}
+
+/// Everything one run contributes to a report.
+#[derive(Clone, Debug, Default)]
+pub struct RunInput {
+    /// Metadata.
+    pub meta: RunMeta,
+    /// Whole-run counter deltas (last row − first row of `vmstat.csv`).
+    pub vmstat_delta: BTreeMap<String, i64>,
+    /// Counter time series for the plots.
+    pub vmstat_series: Vec<VmstatPoint>,
+    /// All latency samples.
+    pub latency: Vec<LatencySample>,
+    /// Stall histograms from the trace.
+    pub stalls: Stalls,
+    /// How the trace was read.
+    pub trace: TraceStatus,
+}

@@ -1,0 +1,487 @@
+//! The one `Report` structure every exporter reads, and how it is built.
+//!
+//! Statistics are computed here once; text, JSON and HTML only format what is
+//! in the `Report` (hyperfine's split between measurement and exporters). The
+//! serde field names are the `reclaimlab.report/1` schema (`docs/report-json.md`).
+//! Maps are ordered (BTreeMap, or step order via [`OrderedMap`]) so the same
+//! input always gives the same bytes.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::ser::SerializeMap;
+use serde::{Serialize, Serializer};
+
+use crate::input::{RunInput, TraceStatus, VmstatPoint};
+use crate::ops::{compute_ops, Duration, Ops};
+use crate::stalls::{StallCount, StallSummary};
+use crate::stats::{self, MeanSd, Preferred, Summary};
+
+/// The JSON schema name.
+pub const SCHEMA: &str = "reclaimlab.report/1";
+
+/// How the `*` significance marks are decided.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Significance {
+    /// mmtests 2018–2024: two-sample t-test, p < 0.10.
+    #[default]
+    Ttest,
+    /// mmtests since 2024-11: mean ± 1.96·s intervals, |cidiff| > 1.
+    Ci,
+}
+
+impl Significance {
+    /// Parses `ttest` or `ci`.
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "ttest" | "t-test" => Some(Self::Ttest),
+            "ci" => Some(Self::Ci),
+            _ => None,
+        }
+    }
+}
+
+/// Report options.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Options {
+    /// Significance rule.
+    pub significance: Significance,
+}
+
+/// A map serialised in insertion order (used for step order: `mmap-4` before
+/// `mmap-12`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OrderedMap<V>(pub Vec<(String, V)>);
+
+impl<V> OrderedMap<V> {
+    /// The value for a key.
+    pub fn get(&self, key: &str) -> Option<&V> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+}
+
+impl<V: Serialize> Serialize for OrderedMap<V> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+/// The % column of every statistic against the baseline run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct PctRow {
+    /// Min, pndiff.
+    pub min: f64,
+    /// Amean, pndiff.
+    pub amean: f64,
+    /// Stddev, pndiff.
+    pub stddev: f64,
+    /// CoeffVar, pndiff.
+    pub coeffvar: f64,
+    /// Max-90, pndiff.
+    pub max90: f64,
+    /// Max-95, pndiff.
+    pub max95: f64,
+    /// Max-99, pndiff.
+    pub max99: f64,
+    /// Max, pndiff.
+    pub max: f64,
+    /// BAmean-95, pndiff.
+    pub bamean95: f64,
+}
+
+/// A latency operation compared with the baseline run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct VsBaseline {
+    /// % difference per statistic (positive = better, i.e. lower).
+    pub pct: PctRow,
+    /// The Amean difference is significant under the chosen rule.
+    pub significant: bool,
+    /// t-test: two-sided p-value.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p_value: Option<f64>,
+    /// ci: the cidiff.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cidiff: Option<f64>,
+}
+
+/// Latency statistics of one operation (`mmap-4`) in one run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct LatencyReport {
+    /// Always `ms`.
+    pub unit: String,
+    /// The step.
+    pub step: u32,
+    /// The metric.
+    pub metric: String,
+    /// Sample count.
+    pub n: usize,
+    /// Min.
+    pub min: f64,
+    /// Amean.
+    pub amean: f64,
+    /// Stddev (n−1).
+    pub stddev: f64,
+    /// CoeffVar, %.
+    pub coeffvar: f64,
+    /// Max-90.
+    pub max90: f64,
+    /// Max-95.
+    pub max95: f64,
+    /// Max-99.
+    pub max99: f64,
+    /// Max.
+    pub max: f64,
+    /// BAmean-95.
+    pub bamean95: f64,
+    /// Comparison with the baseline (absent for the baseline itself and for
+    /// operations not present in every run).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vs_baseline: Option<VsBaseline>,
+}
+
+impl LatencyReport {
+    fn from_summary(step: u32, metric: &str, s: &Summary) -> Self {
+        LatencyReport {
+            unit: "ms".into(),
+            step,
+            metric: metric.into(),
+            n: s.n,
+            min: s.min,
+            amean: s.amean,
+            stddev: s.stddev,
+            coeffvar: s.coeffvar,
+            max90: s.max90,
+            max95: s.max95,
+            max99: s.max99,
+            max: s.max,
+            bamean95: s.bamean95,
+            vs_baseline: None,
+        }
+    }
+
+    fn mean_sd(&self) -> MeanSd {
+        MeanSd {
+            mean: self.amean,
+            sd: self.stddev,
+            n: self.n,
+        }
+    }
+}
+
+/// Data only the HTML plots use (not part of the JSON schema).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunPlots {
+    /// Per operation label, the empirical CDF as (latency ms, fraction ≤),
+    /// down-sampled to at most a few hundred points.
+    pub latency_cdf: Vec<(String, Vec<(f64, f64)>)>,
+    /// Cumulative counters over time.
+    pub vmstat: Vec<VmstatPoint>,
+}
+
+/// One run in the report.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct RunReport {
+    /// Run name.
+    pub name: String,
+    /// `sim`, `real` or `import`.
+    pub origin: String,
+    /// Kernel.
+    pub kernel: String,
+    /// Workload.
+    pub workload: String,
+    /// Record directory.
+    pub record: String,
+    /// `global`, `memcg-v1`, `memcg-v2` (or whatever the record says).
+    pub reclaim_scope: String,
+    /// Which counters show this run's scanning: `global` (pgscan_direct /
+    /// pgscan_kswapd) or `lru` (pgscan_anon / pgscan_file, memcg reclaim).
+    pub scan_counters: String,
+    /// Whole-run durations.
+    pub duration: Duration,
+    /// The Ops table.
+    pub ops: Ops,
+    /// Whole-run counter deltas.
+    pub vmstat_delta: BTreeMap<String, i64>,
+    /// Latency statistics per operation, in step order.
+    pub latency: OrderedMap<LatencyReport>,
+    /// Stall histogram buckets.
+    pub stalls: Vec<StallCount>,
+    /// Stall summaries per (event, who, reason).
+    pub stall_summary: Vec<StallSummary>,
+    /// How the trace was read.
+    pub trace: TraceStatus,
+    /// Plot data (HTML only).
+    #[serde(skip)]
+    pub plots: RunPlots,
+}
+
+/// An operation that is not in every run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct ExcludedOp {
+    /// Operation label.
+    pub label: String,
+    /// The runs that have it.
+    pub present_in: Vec<String>,
+}
+
+/// What could be compared across the runs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Comparability {
+    /// Distinct workloads, in run order.
+    pub workloads: Vec<String>,
+    /// Operations present in every run (compared), in step order.
+    pub compared: Vec<String>,
+    /// Operations left out of the comparison.
+    pub excluded: Vec<ExcludedOp>,
+}
+
+/// The report: everything every exporter needs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Report {
+    /// `reclaimlab.report/1`.
+    pub schema: String,
+    /// Name of the first run (the baseline of every % column).
+    pub baseline: String,
+    /// Significance rule used.
+    pub significance: Significance,
+    /// What was comparable.
+    pub comparable: Comparability,
+    /// Warnings and explanations (different workloads, skipped lines, …).
+    pub notes: Vec<String>,
+    /// The runs, baseline first.
+    pub runs: Vec<RunReport>,
+}
+
+impl Report {
+    /// True if some trace was cut short (truncated gzip).
+    pub fn has_truncated_trace(&self) -> bool {
+        self.runs.iter().any(|r| r.trace.truncated.is_some())
+    }
+
+    /// Total unparsable trace lines over all runs.
+    pub fn bad_trace_lines(&self) -> u64 {
+        self.runs.iter().map(|r| r.trace.bad_lines).sum()
+    }
+}
+
+const CDF_POINTS: usize = 300;
+
+fn cdf_points(sorted: &[f64]) -> Vec<(f64, f64)> {
+    let n = sorted.len();
+    if n == 0 {
+        return Vec::new();
+    }
+    let step = n.div_ceil(CDF_POINTS).max(1);
+    let mut pts: Vec<(f64, f64)> = (0..n)
+        .step_by(step)
+        .map(|i| (sorted[i], (i + 1) as f64 / n as f64))
+        .collect();
+    if pts.last().map(|p| p.1) != Some(1.0) {
+        pts.push((sorted[n - 1], 1.0));
+    }
+    pts
+}
+
+fn label(metric: &str, step: u32) -> String {
+    format!("{metric}-{step}")
+}
+
+/// Builds the report from runs (the first is the baseline).
+pub fn build_report(runs: &[RunInput], opts: Options) -> Report {
+    let mut notes = Vec::new();
+    let mut out_runs = Vec::with_capacity(runs.len());
+    // Operation labels per run, in (metric, step) order.
+    let mut ops_per_run: Vec<Vec<String>> = Vec::new();
+    let mut order: BTreeMap<(String, u32), String> = BTreeMap::new();
+
+    for run in runs {
+        let mut groups: BTreeMap<(String, u32), Vec<f64>> = BTreeMap::new();
+        for s in &run.latency {
+            if s.value_us.is_finite() {
+                groups
+                    .entry((s.metric.clone(), s.step))
+                    .or_default()
+                    .push(s.value_us / 1000.0);
+            }
+        }
+        let mut latency = Vec::new();
+        let mut cdfs = Vec::new();
+        let mut labels = Vec::new();
+        for ((metric, step), mut vals) in groups {
+            let l = label(&metric, step);
+            order.insert((metric.clone(), step), l.clone());
+            stats::sort_preferred(&mut vals, Preferred::Lower);
+            let sum = stats::summarise(&vals, Preferred::Lower);
+            latency.push((l.clone(), LatencyReport::from_summary(step, &metric, &sum)));
+            cdfs.push((l.clone(), cdf_points(&vals)));
+            labels.push(l);
+        }
+        ops_per_run.push(labels);
+        let ops = compute_ops(&run.vmstat_delta, run.meta.duration.elapsed_s, &run.meta.reclaim_scope);
+        let scan_counters = if ops.memcg.is_some() { "lru" } else { "global" };
+        let mut trace = run.trace.clone();
+        trace.lost_events = trace.lost_events.max(run.meta.lost_events);
+        out_runs.push(RunReport {
+            name: run.meta.name.clone(),
+            origin: run.meta.origin.clone(),
+            kernel: run.meta.kernel.clone(),
+            workload: run.meta.workload.clone(),
+            record: run.meta.record.clone(),
+            reclaim_scope: run.meta.reclaim_scope.clone(),
+            scan_counters: scan_counters.into(),
+            duration: run.meta.duration,
+            ops,
+            vmstat_delta: run.vmstat_delta.clone(),
+            latency: OrderedMap(latency),
+            stalls: run.stalls.counts.clone(),
+            stall_summary: run.stalls.summary.clone(),
+            trace,
+            plots: RunPlots {
+                latency_cdf: cdfs,
+                vmstat: run.vmstat_series.clone(),
+            },
+        });
+    }
+
+    // What is comparable.
+    let mut workloads: Vec<String> = Vec::new();
+    for r in &out_runs {
+        if !workloads.contains(&r.workload) {
+            workloads.push(r.workload.clone());
+        }
+    }
+    if workloads.len() > 1 {
+        notes.push(format!(
+            "the runs are of different workloads ({}): latency operations are compared only where every run has them; Ops and Duration are shown side by side but measure different work",
+            workloads.join(", ")
+        ));
+    }
+    let mut compared = Vec::new();
+    let mut excluded = Vec::new();
+    for l in order.values() {
+        let present: Vec<String> = out_runs
+            .iter()
+            .zip(&ops_per_run)
+            .filter(|(_, labels)| labels.contains(l))
+            .map(|(r, _)| r.name.clone())
+            .collect();
+        if present.len() == out_runs.len() {
+            compared.push(l.clone());
+        } else {
+            excluded.push(ExcludedOp {
+                label: l.clone(),
+                present_in: present,
+            });
+        }
+    }
+    if !excluded.is_empty() {
+        notes.push(format!(
+            "the runs have different steps: {} compared (present in every run); left out: {}",
+            if compared.is_empty() { "nothing".to_string() } else { compared.join(", ") },
+            excluded
+                .iter()
+                .map(|e| format!("{} (only in {})", e.label, e.present_in.join(", ")))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ));
+    }
+    // Sort the order of compared labels by (metric, step) — already so.
+
+    // Comparison against the baseline.
+    if let Some((base, rest)) = out_runs.split_first_mut() {
+        for r in rest.iter_mut() {
+            for (l, lr) in r.latency.0.iter_mut() {
+                if !compared.contains(l) {
+                    continue;
+                }
+                let Some(b) = base.latency.get(l) else { continue };
+                lr.vs_baseline = Some(compare_latency(lr, b, opts.significance));
+            }
+        }
+    }
+
+    // Trace problems.
+    let names: BTreeSet<&str> = out_runs.iter().map(|r| r.name.as_str()).collect();
+    if names.len() < out_runs.len() {
+        notes.push("two or more runs have the same name: columns are in the order the records were given".into());
+    }
+    for r in &out_runs {
+        if r.trace.bad_lines > 0 {
+            notes.push(format!(
+                "{}: {} trace line(s) did not parse and were skipped (first: {})",
+                r.name,
+                r.trace.bad_lines,
+                r.trace.bad_examples.first().map(String::as_str).unwrap_or("?")
+            ));
+        }
+        if let Some(t) = &r.trace.truncated {
+            notes.push(format!("{}: trace cut short, stalls counted up to there only: {t}", r.name));
+        }
+        if !r.trace.present {
+            if let Some(n) = &r.trace.note {
+                notes.push(format!("{}: no stall data: {n}", r.name));
+            }
+        }
+        if r.trace.lost_events > 0 {
+            notes.push(format!("{}: the capture lost {} trace events", r.name, r.trace.lost_events));
+        }
+        if r.ops.memcg.is_some() {
+            notes.push(format!(
+                "{}: reclaim scope {}: scanning is counted by pgscan_anon/pgscan_file (Memcg rows), not pgscan_direct/pgscan_kswapd",
+                r.name, r.reclaim_scope
+            ));
+        }
+    }
+
+    Report {
+        schema: SCHEMA.into(),
+        baseline: out_runs.first().map(|r| r.name.clone()).unwrap_or_default(),
+        significance: opts.significance,
+        comparable: Comparability {
+            workloads,
+            compared,
+            excluded,
+        },
+        notes,
+        runs: out_runs,
+    }
+}
+
+fn compare_latency(new: &LatencyReport, base: &LatencyReport, sig: Significance) -> VsBaseline {
+    let c = |n: f64, b: f64, spread: bool| stats::compare(n, b, Preferred::Lower, spread);
+    let pct = PctRow {
+        min: c(new.min, base.min, false),
+        amean: c(new.amean, base.amean, false),
+        stddev: c(new.stddev, base.stddev, true),
+        coeffvar: c(new.coeffvar, base.coeffvar, true),
+        max90: c(new.max90, base.max90, false),
+        max95: c(new.max95, base.max95, false),
+        max99: c(new.max99, base.max99, false),
+        max: c(new.max, base.max, false),
+        bamean95: c(new.bamean95, base.bamean95, false),
+    };
+    match sig {
+        Significance::Ttest => {
+            let t = stats::ttest(base.mean_sd(), new.mean_sd());
+            VsBaseline {
+                pct,
+                significant: t.is_some_and(|t| t.significant),
+                p_value: t.map(|t| t.p),
+                cidiff: None,
+            }
+        }
+        Significance::Ci => {
+            let c = stats::citest(new.mean_sd(), base.mean_sd());
+            VsBaseline {
+                pct,
+                significant: c.is_some_and(|c| c.significant),
+                p_value: None,
+                cidiff: c.map(|c| c.cidiff).filter(|x| x.is_finite()),
+            }
+        }
+    }
+}
