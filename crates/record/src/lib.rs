@@ -19,6 +19,9 @@ pub mod vmstat;
 pub mod writer;
 
 pub use error::{RecordError, Result};
+pub use import::{
+    import_mmtests, import_mmtests_with, import_trace, ImportSummary, LatencyFormat, MmtestsOptions,
+};
 pub use meta::{
     Capture, Device, Duration, Machine, Origin, ReclaimScope, RunMeta, Step, TaskTime, Workload,
     SCHEMA, TOOL_VERSION,
