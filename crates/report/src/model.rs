@@ -321,7 +321,11 @@ pub fn build_report(runs: &[RunInput], opts: Options) -> Report {
             labels.push(l);
         }
         ops_per_run.push(labels);
-        let ops = compute_ops(&run.vmstat_delta, run.meta.duration.elapsed_s, &run.meta.reclaim_scope);
+        let ops = compute_ops(
+            &run.vmstat_delta,
+            run.meta.duration.elapsed_s,
+            &run.meta.reclaim_scope,
+        );
         let scan_counters = if ops.memcg.is_some() { "lru" } else { "global" };
         let mut trace = run.trace.clone();
         trace.lost_events = trace.lost_events.max(run.meta.lost_events);
@@ -381,7 +385,11 @@ pub fn build_report(runs: &[RunInput], opts: Options) -> Report {
     if !excluded.is_empty() {
         notes.push(format!(
             "the runs have different steps: {} compared (present in every run); left out: {}",
-            if compared.is_empty() { "nothing".to_string() } else { compared.join(", ") },
+            if compared.is_empty() {
+                "nothing".to_string()
+            } else {
+                compared.join(", ")
+            },
             excluded
                 .iter()
                 .map(|e| format!("{} (only in {})", e.label, e.present_in.join(", ")))
@@ -398,7 +406,9 @@ pub fn build_report(runs: &[RunInput], opts: Options) -> Report {
                 if !compared.contains(l) {
                     continue;
                 }
-                let Some(b) = base.latency.get(l) else { continue };
+                let Some(b) = base.latency.get(l) else {
+                    continue;
+                };
                 lr.vs_baseline = Some(compare_latency(lr, b, opts.significance));
             }
         }
@@ -407,7 +417,10 @@ pub fn build_report(runs: &[RunInput], opts: Options) -> Report {
     // Trace problems.
     let names: BTreeSet<&str> = out_runs.iter().map(|r| r.name.as_str()).collect();
     if names.len() < out_runs.len() {
-        notes.push("two or more runs have the same name: columns are in the order the records were given".into());
+        notes.push(
+            "two or more runs have the same name: columns are in the order the records were given"
+                .into(),
+        );
     }
     for r in &out_runs {
         if r.trace.bad_lines > 0 {
@@ -415,11 +428,18 @@ pub fn build_report(runs: &[RunInput], opts: Options) -> Report {
                 "{}: {} trace line(s) did not parse and were skipped (first: {})",
                 r.name,
                 r.trace.bad_lines,
-                r.trace.bad_examples.first().map(String::as_str).unwrap_or("?")
+                r.trace
+                    .bad_examples
+                    .first()
+                    .map(String::as_str)
+                    .unwrap_or("?")
             ));
         }
         if let Some(t) = &r.trace.truncated {
-            notes.push(format!("{}: trace cut short, stalls counted up to there only: {t}", r.name));
+            notes.push(format!(
+                "{}: trace cut short, stalls counted up to there only: {t}",
+                r.name
+            ));
         }
         if !r.trace.present {
             if let Some(n) = &r.trace.note {
@@ -427,7 +447,10 @@ pub fn build_report(runs: &[RunInput], opts: Options) -> Report {
             }
         }
         if r.trace.lost_events > 0 {
-            notes.push(format!("{}: the capture lost {} trace events", r.name, r.trace.lost_events));
+            notes.push(format!(
+                "{}: the capture lost {} trace events",
+                r.name, r.trace.lost_events
+            ));
         }
         if r.ops.memcg.is_some() {
             notes.push(format!(

@@ -96,10 +96,7 @@ fn get(d: &BTreeMap<String, i64>, k: &str) -> i64 {
 }
 
 fn sum_zones(d: &BTreeMap<String, i64>, prefix: &str) -> i64 {
-    ZONES
-        .iter()
-        .map(|z| get(d, &format!("{prefix}_{z}")))
-        .sum()
+    ZONES.iter().map(|z| get(d, &format!("{prefix}_{z}"))).sum()
 }
 
 fn efficiency(reclaimed: i64, scanned: i64) -> f64 {
@@ -298,6 +295,8 @@ mod tests {
         assert_eq!(m.efficiency_pct, 50.0);
         assert_eq!(m.velocity, 100.0);
         assert_eq!(o.page_writes_file, -30);
-        assert!(compute_ops(&BTreeMap::new(), 1.0, "memcg-v1").memcg.is_some());
+        assert!(compute_ops(&BTreeMap::new(), 1.0, "memcg-v1")
+            .memcg
+            .is_some());
     }
 }

@@ -111,7 +111,14 @@ impl StallAggregator {
     }
 
     /// Counts one stall.
-    pub fn observe(&mut self, event: StallEvent, comm: &str, reason: &str, usec_timeout: u64, usec_delayed: u64) {
+    pub fn observe(
+        &mut self,
+        event: StallEvent,
+        comm: &str,
+        reason: &str,
+        usec_timeout: u64,
+        usec_delayed: u64,
+    ) {
         let reason = self.reason_id(reason);
         let key = Key {
             event,
@@ -136,9 +143,13 @@ impl StallAggregator {
             return Ok(false);
         };
         let num = |name: &str| -> Result<u64, FieldError> {
-            let v = field(name).ok_or_else(|| FieldError(format!("{event_name}: no field `{name}`")))?;
-            v.parse::<u64>()
-                .map_err(|_| FieldError(format!("{event_name}: field `{name}={v}` is not a non-negative integer")))
+            let v = field(name)
+                .ok_or_else(|| FieldError(format!("{event_name}: no field `{name}`")))?;
+            v.parse::<u64>().map_err(|_| {
+                FieldError(format!(
+                    "{event_name}: field `{name}={v}` is not a non-negative integer"
+                ))
+            })
         };
         let timeout = num("usec_timeout")?;
         let delayed = match event {
@@ -167,20 +178,31 @@ impl StallAggregator {
             .map(|(k, &count)| StallCount {
                 event: k.event.name().to_string(),
                 who: who_name(k.kswapd).to_string(),
-                reason: self.reasons.get(k.reason as usize).cloned().unwrap_or_default(),
+                reason: self
+                    .reasons
+                    .get(k.reason as usize)
+                    .cloned()
+                    .unwrap_or_default(),
                 usec_timeout: k.timeout,
                 usec_delayed: k.delayed,
                 count,
             })
             .collect();
         counts.sort_by(|a, b| {
-            (event_rank(&a.event), who_rank(&a.who), &a.reason, a.usec_timeout, a.usec_delayed).cmp(&(
-                event_rank(&b.event),
-                who_rank(&b.who),
-                &b.reason,
-                b.usec_timeout,
-                b.usec_delayed,
-            ))
+            (
+                event_rank(&a.event),
+                who_rank(&a.who),
+                &a.reason,
+                a.usec_timeout,
+                a.usec_delayed,
+            )
+                .cmp(&(
+                    event_rank(&b.event),
+                    who_rank(&b.who),
+                    &b.reason,
+                    b.usec_timeout,
+                    b.usec_delayed,
+                ))
         });
         let summary = summarise(&counts);
         Stalls { counts, summary }
@@ -258,8 +280,10 @@ pub struct Stalls {
     pub summary: Vec<StallSummary>,
 }
 
+type GroupKey = (String, String, String);
+
 fn summarise(counts: &[StallCount]) -> Vec<StallSummary> {
-    let mut groups: Vec<((String, String, String), Vec<&StallCount>)> = Vec::new();
+    let mut groups: Vec<(GroupKey, Vec<&StallCount>)> = Vec::new();
     for c in counts {
         let key = (c.event.clone(), c.who.clone(), c.reason.clone());
         match groups.last_mut() {
@@ -271,18 +295,31 @@ fn summarise(counts: &[StallCount]) -> Vec<StallSummary> {
         .into_iter()
         .map(|((event, who, reason), rows)| {
             let count: u64 = rows.iter().map(|r| r.count).sum();
-            let not_delayed: u64 = rows.iter().filter(|r| r.usec_delayed == 0).map(|r| r.count).sum();
+            let not_delayed: u64 = rows
+                .iter()
+                .filter(|r| r.usec_delayed == 0)
+                .map(|r| r.count)
+                .sum();
             let hit: u64 = rows
                 .iter()
                 .filter(|r| r.usec_delayed >= r.usec_timeout)
                 .map(|r| r.count)
                 .sum();
-            let total_us: u128 = rows.iter().map(|r| r.count as u128 * r.usec_delayed as u128).sum();
+            let total_us: u128 = rows
+                .iter()
+                .map(|r| r.count as u128 * r.usec_delayed as u128)
+                .sum();
             let mut dist: BTreeMap<u64, u64> = BTreeMap::new();
             for r in &rows {
                 *dist.entry(r.usec_delayed).or_insert(0) += r.count;
             }
-            let pct = |x: u64| if count == 0 { 0.0 } else { 100.0 * x as f64 / count as f64 };
+            let pct = |x: u64| {
+                if count == 0 {
+                    0.0
+                } else {
+                    100.0 * x as f64 / count as f64
+                }
+            };
             StallSummary {
                 event,
                 who,
@@ -290,7 +327,11 @@ fn summarise(counts: &[StallCount]) -> Vec<StallSummary> {
                 count,
                 not_delayed_pct: pct(not_delayed),
                 hit_timeout_pct: pct(hit),
-                mean_delay_us: if count == 0 { 0.0 } else { total_us as f64 / count as f64 },
+                mean_delay_us: if count == 0 {
+                    0.0
+                } else {
+                    total_us as f64 / count as f64
+                },
                 p99_delay_us: percentile_counts(&dist, 99.0),
                 max_delay_us: dist.keys().next_back().copied().unwrap_or(0),
                 total_delay_s: total_us as f64 / 1e6,
@@ -319,7 +360,12 @@ pub fn percentile_counts(dist: &BTreeMap<u64, u64>, p: f64) -> u64 {
 
 /// The delay distribution (µs → count) of one (event, reason), optionally
 /// restricted to one `who`.
-pub fn delay_distribution(counts: &[StallCount], event: &str, reason: &str, who: Option<&str>) -> BTreeMap<u64, u64> {
+pub fn delay_distribution(
+    counts: &[StallCount],
+    event: &str,
+    reason: &str,
+    who: Option<&str>,
+) -> BTreeMap<u64, u64> {
     let mut dist = BTreeMap::new();
     for c in counts
         .iter()
@@ -337,7 +383,10 @@ pub fn line_text(c: &StallCount) -> String {
             "usec_timeout={} usect_delayed={} reason={}",
             c.usec_timeout, c.usec_delayed, c.reason
         ),
-        _ => format!("usec_timeout={} usec_delayed={}", c.usec_timeout, c.usec_delayed),
+        _ => format!(
+            "usec_timeout={} usec_delayed={}",
+            c.usec_timeout, c.usec_delayed
+        ),
     }
 }
 
@@ -380,7 +429,13 @@ mod tests {
         a.observe(StallEvent::Throttled, "kswapd0", wb, 100000, 100000);
         a.observe(StallEvent::Throttled, "kswapd0", wb, 100000, 0);
         for _ in 0..3 {
-            a.observe(StallEvent::Throttled, "fio", "VMSCAN_THROTTLE_NOPROGRESS", 500000, 500000);
+            a.observe(
+                StallEvent::Throttled,
+                "fio",
+                "VMSCAN_THROTTLE_NOPROGRESS",
+                500000,
+                500000,
+            );
         }
         a.observe(StallEvent::CongestionWait, "memory-hog", "", 100000, 104000);
         a.finish()
@@ -404,7 +459,10 @@ mod tests {
     fn summary_by_hand() {
         let s = sample();
         let k = &s.summary[0];
-        assert_eq!((k.event.as_str(), k.who.as_str()), ("mm_vmscan_throttled", "kswapd"));
+        assert_eq!(
+            (k.event.as_str(), k.who.as_str()),
+            ("mm_vmscan_throttled", "kswapd")
+        );
         assert_eq!(k.count, 19);
         assert!((k.not_delayed_pct - 100.0 / 19.0).abs() < 1e-12);
         assert!((k.hit_timeout_pct - 100.0 / 19.0).abs() < 1e-12);
@@ -413,7 +471,10 @@ mod tests {
         assert_eq!(k.p99_delay_us, 4000);
         assert_eq!(k.max_delay_us, 100000);
         let d = &s.summary[1];
-        assert_eq!((d.who.as_str(), d.reason.as_str(), d.count), ("direct", "VMSCAN_THROTTLE_NOPROGRESS", 3));
+        assert_eq!(
+            (d.who.as_str(), d.reason.as_str(), d.count),
+            ("direct", "VMSCAN_THROTTLE_NOPROGRESS", 3)
+        );
         assert_eq!(d.hit_timeout_pct, 100.0);
         assert_eq!(s.summary[2].event, "writeback_congestion_wait");
     }
@@ -426,15 +487,23 @@ mod tests {
             "usec_delayed" => Some("x"),
             _ => None,
         };
-        assert!(a.observe_fields("writeback_congestion_wait", "fio", f).is_err());
-        assert_eq!(a.observe_fields("mm_vmscan_direct_reclaim_begin", "fio", f), Ok(false));
+        assert!(a
+            .observe_fields("writeback_congestion_wait", "fio", f)
+            .is_err());
+        assert_eq!(
+            a.observe_fields("mm_vmscan_direct_reclaim_begin", "fio", f),
+            Ok(false)
+        );
         let g = |name: &str| match name {
             "usec_timeout" => Some("20000"),
             "usect_delayed" => Some("0"),
             "reason" => Some("VMSCAN_THROTTLE_ISOLATED"),
             _ => None,
         };
-        assert_eq!(a.observe_fields("mm_vmscan_throttled", "kswapd1", g), Ok(true));
+        assert_eq!(
+            a.observe_fields("mm_vmscan_throttled", "kswapd1", g),
+            Ok(true)
+        );
         assert_eq!(a.total(), 1);
     }
 }

@@ -307,7 +307,11 @@ mod tests {
         assert_eq!(s.max, 9.0);
         assert_eq!(s.amean, 5.0);
         assert!(close(s.stddev, (32.0f64 / 7.0).sqrt(), 1e-12));
-        assert!(close(s.coeffvar, 100.0 * (32.0f64 / 7.0).sqrt() / 5.0, 1e-12));
+        assert!(close(
+            s.coeffvar,
+            100.0 * (32.0f64 / 7.0).sqrt() / 5.0,
+            1e-12
+        ));
         // int(8·0.90)=7 → sorted[6] = 7; int(8·0.95)=7 → 7; int(8·0.99)=7 → 7.
         assert_eq!(s.max90, 7.0);
         assert_eq!(s.max95, 7.0);
@@ -335,7 +339,10 @@ mod tests {
     #[test]
     fn single_sample() {
         let s = summarise(&[3.5], Preferred::Lower);
-        assert_eq!((s.min, s.amean, s.stddev, s.max90, s.bamean95), (3.5, 3.5, 0.0, 3.5, 3.5));
+        assert_eq!(
+            (s.min, s.amean, s.stddev, s.max90, s.bamean95),
+            (3.5, 3.5, 0.0, 3.5, 3.5)
+        );
     }
 
     #[test]
@@ -364,8 +371,16 @@ mod tests {
         // m1=10 s1=2 n1=4; m2=13 s2=2 n2=4: SE = √(1+1) = √2, t = 3/√2 =
         // 2.1213, df = 6. R: 2*pt(2.1213203, 6, lower.tail=FALSE) = 0.07814.
         let r = ttest(
-            MeanSd { mean: 10.0, sd: 2.0, n: 4 },
-            MeanSd { mean: 13.0, sd: 2.0, n: 4 },
+            MeanSd {
+                mean: 10.0,
+                sd: 2.0,
+                n: 4,
+            },
+            MeanSd {
+                mean: 13.0,
+                sd: 2.0,
+                n: 4,
+            },
         )
         .unwrap();
         assert!(close(r.t, 3.0 / 2f64.sqrt(), 1e-12));
@@ -374,8 +389,16 @@ mod tests {
         assert!(r.significant);
         // Same but s=4: SE = √8, t = 1.0607, p ≈ 0.3297 → not significant.
         let r = ttest(
-            MeanSd { mean: 10.0, sd: 4.0, n: 4 },
-            MeanSd { mean: 13.0, sd: 4.0, n: 4 },
+            MeanSd {
+                mean: 10.0,
+                sd: 4.0,
+                n: 4,
+            },
+            MeanSd {
+                mean: 13.0,
+                sd: 4.0,
+                n: 4,
+            },
         )
         .unwrap();
         assert!(close(r.p, 0.3297, 5e-4), "p = {}", r.p);
@@ -384,8 +407,16 @@ mod tests {
 
     #[test]
     fn ttest_both_se_zero() {
-        let a = MeanSd { mean: 1.0, sd: 0.0, n: 3 };
-        let b = MeanSd { mean: 2.0, sd: 0.0, n: 3 };
+        let a = MeanSd {
+            mean: 1.0,
+            sd: 0.0,
+            n: 3,
+        };
+        let b = MeanSd {
+            mean: 2.0,
+            sd: 0.0,
+            n: 3,
+        };
         assert!(ttest(a, b).unwrap().significant);
         assert!(!ttest(a, a).unwrap().significant);
         assert!(ttest(MeanSd { n: 1, ..a }, MeanSd { n: 1, ..b }).is_none());
@@ -394,8 +425,16 @@ mod tests {
     #[test]
     fn citest_by_hand() {
         // base 10 ± 1.96·1, new 14 ± 1.96·1: cidiff = 4/3.92 = 1.0204 → *.
-        let base = MeanSd { mean: 10.0, sd: 1.0, n: 100 };
-        let new = MeanSd { mean: 14.0, sd: 1.0, n: 100 };
+        let base = MeanSd {
+            mean: 10.0,
+            sd: 1.0,
+            n: 100,
+        };
+        let new = MeanSd {
+            mean: 14.0,
+            sd: 1.0,
+            n: 100,
+        };
         let c = citest(new, base).unwrap();
         assert!(close(c.cidiff, 4.0 / (2.0 * Z_975), 1e-12));
         assert!(c.significant);

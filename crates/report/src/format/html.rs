@@ -48,7 +48,14 @@ struct Line {
     points: Vec<(f64, f64)>,
 }
 
-fn draw_lines<X>(title: &str, x_desc: &str, y_desc: &str, x: X, y: std::ops::Range<f64>, lines: &[Line]) -> String
+fn draw_lines<X>(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    x: X,
+    y: std::ops::Range<f64>,
+    lines: &[Line],
+) -> String
 where
     X: AsRangedCoord<Value = f64>,
     X::CoordDescType: ValueFormatter<f64>,
@@ -74,7 +81,9 @@ where
             chart
                 .draw_series(LineSeries::new(l.points.iter().copied(), c.stroke_width(2)))?
                 .label(l.name.clone())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2)));
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
+                });
         }
         chart
             .configure_series_labels()
@@ -87,12 +96,19 @@ where
     })();
     match res {
         Ok(()) => svg,
-        Err(e) => format!("<p class=\"note\">plot {} could not be drawn: {}</p>", esc(title), esc(&e.to_string())),
+        Err(e) => format!(
+            "<p class=\"note\">plot {} could not be drawn: {}</p>",
+            esc(title),
+            esc(&e.to_string())
+        ),
     }
 }
 
 fn bounds(lines: &[Line]) -> Option<(f64, f64, f64, f64)> {
-    let mut it = lines.iter().flat_map(|l| l.points.iter()).filter(|p| p.0.is_finite() && p.1.is_finite());
+    let mut it = lines
+        .iter()
+        .flat_map(|l| l.points.iter())
+        .filter(|p| p.0.is_finite() && p.1.is_finite());
     let first = it.next()?;
     let mut b = (first.0, first.0, first.1, first.1);
     for p in it {
@@ -141,9 +157,15 @@ fn latency_plots(report: &Report, out: &mut String) {
                 })
             })
             .collect();
-        let Some((xmin, xmax, _, _)) = bounds(&lines) else { continue };
+        let Some((xmin, xmax, _, _)) = bounds(&lines) else {
+            continue;
+        };
         // Log x axis: latency outliers span orders of magnitude.
-        let lo = if xmin > 0.0 { xmin } else { (xmax * 1e-4).max(1e-6) };
+        let lo = if xmin > 0.0 {
+            xmin
+        } else {
+            (xmax * 1e-4).max(1e-6)
+        };
         let hi = if xmax > lo { xmax * 1.05 } else { lo * 10.0 };
         let lines: Vec<Line> = lines
             .into_iter()
@@ -202,7 +224,9 @@ fn velocity_plots(report: &Report, out: &mut String) {
                     .collect(),
             })
             .collect();
-        let Some((xmin, xmax, _, ymax)) = bounds(&lines) else { continue };
+        let Some((xmin, xmax, _, ymax)) = bounds(&lines) else {
+            continue;
+        };
         let xmax = if xmax > xmin { xmax } else { xmin + 1.0 };
         let ymax = if ymax > 0.0 { ymax * 1.05 } else { 1.0 };
         out.push_str(&draw_lines(
@@ -227,7 +251,12 @@ fn stall_plots(report: &Report, out: &mut String) {
             }
         }
     }
-    keys.sort_by_key(|(e, r)| (StallEvent::ALL.iter().position(|x| x.name() == e), r.clone()));
+    keys.sort_by_key(|(e, r)| {
+        (
+            StallEvent::ALL.iter().position(|x| x.name() == e),
+            r.clone(),
+        )
+    });
     if keys.is_empty() {
         out.push_str("<p class=\"note\">No stall events in any trace.</p>\n");
         return;
@@ -255,14 +284,23 @@ fn stall_plots(report: &Report, out: &mut String) {
                 });
             }
         }
-        let Some((_, xmax, _, _)) = bounds(&lines) else { continue };
+        let Some((_, xmax, _, _)) = bounds(&lines) else {
+            continue;
+        };
         let xmax = if xmax > 0.0 { xmax * 1.05 } else { 1.0 };
         let title = if reason.is_empty() {
             format!("{event}: delay distribution (CDF)")
         } else {
             format!("{event} {reason}: delay distribution (CDF)")
         };
-        out.push_str(&draw_lines(&title, "delay, ms", "fraction of stalls <= x", 0.0..xmax, 0.0..1.0, &lines));
+        out.push_str(&draw_lines(
+            &title,
+            "delay, ms",
+            "fraction of stalls <= x",
+            0.0..xmax,
+            0.0..1.0,
+            &lines,
+        ));
         out.push('\n');
     }
 }
@@ -274,7 +312,11 @@ fn stall_tables(report: &Report, out: &mut String) {
             let _ = writeln!(
                 out,
                 "<p class=\"note\">No trace: {}</p>",
-                esc(r.trace.note.as_deref().unwrap_or("the record has no trace.txt.gz"))
+                esc(r
+                    .trace
+                    .note
+                    .as_deref()
+                    .unwrap_or("the record has no trace.txt.gz"))
             );
             continue;
         }
@@ -309,7 +351,11 @@ fn stall_tables(report: &Report, out: &mut String) {
                 }
             }
         }
-        let _ = writeln!(out, "<details><summary>uniq -c histograms</summary><pre>{}</pre></details>", esc(&pre));
+        let _ = writeln!(
+            out,
+            "<details><summary>uniq -c histograms</summary><pre>{}</pre></details>",
+            esc(&pre)
+        );
     }
 }
 
@@ -325,7 +371,12 @@ pub fn render_html(report: &Report) -> Vec<u8> {
     let mut out = String::new();
     let title = format!(
         "reclaimlab report: {}",
-        report.runs.iter().map(|r| r.name.as_str()).collect::<Vec<_>>().join(" vs ")
+        report
+            .runs
+            .iter()
+            .map(|r| r.name.as_str())
+            .collect::<Vec<_>>()
+            .join(" vs ")
     );
     let _ = write!(
         out,

@@ -52,13 +52,26 @@ fn num(x: f64, prec: usize) -> String {
     if x.is_finite() {
         format!("{:>FIELD$.prec$}", fix_zero(x))
     } else {
-        format!("{:>FIELD$}", if x.is_nan() { "nan" } else if x > 0.0 { "inf" } else { "-inf" })
+        format!(
+            "{:>FIELD$}",
+            if x.is_nan() {
+                "nan"
+            } else if x > 0.0 {
+                "inf"
+            } else {
+                "-inf"
+            }
+        )
     }
 }
 
 fn header(out: &mut String, first_width: usize, col_width: usize, names: &[&str]) {
     let split: Vec<(String, String)> = names.iter().map(|n| split_name(n)).collect();
+    let first_row_empty = split.iter().all(|(a, _)| a.is_empty());
     for row in 0..2 {
+        if row == 0 && first_row_empty {
+            continue;
+        }
         let mut line = format!("{:>first_width$}", "");
         for (a, b) in &split {
             let cell = if row == 0 { a } else { b };
@@ -70,7 +83,15 @@ fn header(out: &mut String, first_width: usize, col_width: usize, names: &[&str]
 }
 
 const STATS: [&str; 9] = [
-    "Min", "Amean", "Stddev", "CoeffVar", "Max-90", "Max-95", "Max-99", "Max", "BAmean-95",
+    "Min",
+    "Amean",
+    "Stddev",
+    "CoeffVar",
+    "Max-90",
+    "Max-95",
+    "Max-99",
+    "Max",
+    "BAmean-95",
 ];
 
 fn stat_value(l: &LatencyReport, i: usize) -> f64 {
@@ -139,9 +160,18 @@ fn plain_table(out: &mut String, prefix: &str, rows: &[(String, Vec<f64>)], name
 fn duration_table(out: &mut String, report: &Report) {
     let names: Vec<&str> = report.runs.iter().map(|r| r.name.as_str()).collect();
     let rows = vec![
-        ("User".to_string(), report.runs.iter().map(|r| r.duration.user_s).collect()),
-        ("System".to_string(), report.runs.iter().map(|r| r.duration.system_s).collect()),
-        ("Elapsed".to_string(), report.runs.iter().map(|r| r.duration.elapsed_s).collect()),
+        (
+            "User".to_string(),
+            report.runs.iter().map(|r| r.duration.user_s).collect(),
+        ),
+        (
+            "System".to_string(),
+            report.runs.iter().map(|r| r.duration.system_s).collect(),
+        ),
+        (
+            "Elapsed".to_string(),
+            report.runs.iter().map(|r| r.duration.elapsed_s).collect(),
+        ),
     ];
     plain_table(out, "Duration", &rows, &names);
 }
@@ -156,7 +186,8 @@ fn ops_table(out: &mut String, report: &Report) {
         }
     }
     if report.runs.iter().any(|r| r.ops.memcg.is_some()) {
-        let per_run: Vec<Vec<(&str, f64)>> = report.runs.iter().map(|r| memcg_rows(&r.ops)).collect();
+        let per_run: Vec<Vec<(&str, f64)>> =
+            report.runs.iter().map(|r| memcg_rows(&r.ops)).collect();
         if let Some(first) = per_run.first() {
             for (i, (label, _)) in first.iter().enumerate() {
                 rows.push((label.to_string(), per_run.iter().map(|r| r[i].1).collect()));
@@ -167,7 +198,9 @@ fn ops_table(out: &mut String, report: &Report) {
 }
 
 fn scope_lines(out: &mut String, report: &Report) {
-    out.push_str("Reclaim scope (which reclaim each run exercised, and which counters show its scanning):\n");
+    out.push_str(
+        "Reclaim scope (which reclaim each run exercised, and which counters show its scanning):\n",
+    );
     for r in &report.runs {
         let counters = if r.scan_counters == "lru" {
             "pgscan_anon/pgscan_file, pgsteal_anon/pgsteal_file (Memcg rows)"
@@ -198,7 +231,9 @@ fn stall_section(out: &mut String, run: &RunReport) {
         let _ = writeln!(
             out,
             " (no trace: {})",
-            t.note.as_deref().unwrap_or("the record has no trace.txt.gz")
+            t.note
+                .as_deref()
+                .unwrap_or("the record has no trace.txt.gz")
         );
         return;
     }
@@ -220,7 +255,14 @@ fn stall_section(out: &mut String, run: &RunReport) {
     let _ = writeln!(
         out,
         "{:<28} {:<6} {:<27} {:>9} {:>11} {:>11} {:>13} {:>11}",
-        "Event", "Who", "Reason", "Count", "NotDelayed%", "HitTimeout%", "MeanDelay-us", "P99Delay-us"
+        "Event",
+        "Who",
+        "Reason",
+        "Count",
+        "NotDelayed%",
+        "HitTimeout%",
+        "MeanDelay-us",
+        "P99Delay-us"
     );
     for s in &run.stall_summary {
         let _ = writeln!(
@@ -243,7 +285,9 @@ pub fn render_text(report: &Report) -> String {
     let mut out = String::new();
     let sig = match report.significance {
         Significance::Ttest => "t-test, * if p < 0.10 (mmtests 2018-2024)",
-        Significance::Ci => "interval rule, * if |cidiff| > 1 with mean +/- 1.96*stddev (mmtests 2024-)",
+        Significance::Ci => {
+            "interval rule, * if |cidiff| > 1 with mean +/- 1.96*stddev (mmtests 2024-)"
+        }
     };
     let _ = writeln!(
         out,
@@ -280,7 +324,10 @@ mod tests {
 
     #[test]
     fn header_split() {
-        assert_eq!(split_name("5.15.0-rc3-vanilla"), ("5.15.0-rc3".into(), "vanilla".into()));
+        assert_eq!(
+            split_name("5.15.0-rc3-vanilla"),
+            ("5.15.0-rc3".into(), "vanilla".into())
+        );
         assert_eq!(
             split_name("5.15.0-rc3-mm-reclaimcongest-v4r2"),
             ("5.15.0-rc3".into(), "mm-reclaimcongest-v4r2".into())

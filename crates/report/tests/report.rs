@@ -1,0 +1,324 @@
+//! Behaviour tests of the report over small hand-made run records in
+//! `tests/fixtures/` (values checked by hand in the comments).
+
+use std::path::PathBuf;
+
+use reclaimlab_report::{
+    build_report, load_run, render_html, render_json, render_text, report_from_dirs, Options,
+    Significance,
+};
+
+fn fx(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
+}
+
+fn base_new() -> reclaimlab_report::Report {
+    report_from_dirs(&[fx("base"), fx("new")], Options::default()).expect("fixtures load")
+}
+
+#[test]
+fn ops_match_hand_computation() {
+    let r = base_new();
+    let o = &r.runs[0].ops;
+    // vmstat.csv of `base`: last row − first row.
+    assert_eq!(o.direct_pages_scanned, 9000);
+    assert_eq!(o.kswapd_pages_scanned, 2000);
+    assert_eq!(o.kswapd_pages_reclaimed, 1050);
+    assert_eq!(o.direct_pages_reclaimed, 90);
+    assert_eq!(o.kswapd_efficiency_pct, 52.5); // 100·1050/2000
+    assert_eq!(o.direct_efficiency_pct, 1.0); // 100·90/9000
+    assert_eq!(o.kswapd_velocity, 100.0); // 2000/20 s
+    assert_eq!(o.direct_velocity, 450.0); // 9000/20 s
+    assert!((o.percentage_direct_scans - 100.0 * 9000.0 / 11000.0).abs() < 1e-12);
+    assert_eq!(o.page_writes_by_reclaim, 100);
+    assert_eq!(o.page_writes_anon, 30);
+    assert_eq!(o.page_writes_file, 70);
+    assert_eq!(o.page_reclaim_immediate, 1200);
+    assert_eq!(o.slabs_scanned, 12);
+    assert_eq!(o.direct_inode_steals, 3);
+    assert_eq!(o.kswapd_inode_steals, 5);
+    assert!(o.memcg.is_none());
+    assert_eq!(r.runs[0].duration.system_s, 20.25);
+}
+
+#[test]
+fn latency_statistics_match_hand_computation() {
+    let r = base_new();
+    let b = r.runs[0].latency.get("mmap-4").unwrap();
+    // Samples 1..10 ms: mean 5.5, s = √(82.5/9), Max-90 = sorted[int(9)−1] = 9,
+    // BAmean-95 = mean of the first int(9.5) = 9 samples = 5.
+    assert_eq!((b.n, b.min, b.amean, b.max), (10, 1.0, 5.5, 10.0));
+    assert!((b.stddev - (82.5f64 / 9.0).sqrt()).abs() < 1e-12);
+    assert_eq!(
+        (b.max90, b.max95, b.max99, b.bamean95),
+        (9.0, 9.0, 9.0, 5.0)
+    );
+    assert_eq!(b.unit, "ms");
+    // mmap-6: base 2..20 (mean 11), new 1..10 (mean 5.5): pndiff = 50%,
+    // t = 5.5/√(s₁²/10+s₂²/10) = 2.569, df 18, p ≈ 0.019 < 0.10 → significant.
+    let n6 = r.runs[1]
+        .latency
+        .get("mmap-6")
+        .unwrap()
+        .vs_baseline
+        .clone()
+        .unwrap();
+    assert_eq!(n6.pct.amean, 50.0);
+    assert!(n6.significant);
+    let p = n6.p_value.unwrap();
+    assert!(p > 0.01 && p < 0.03, "p = {p}");
+    // mmap-4: 5.5 → 6.0 is −9.09% and not significant.
+    let n4 = r.runs[1]
+        .latency
+        .get("mmap-4")
+        .unwrap()
+        .vs_baseline
+        .clone()
+        .unwrap();
+    assert_eq!(format!("{:.2}", n4.pct.amean), "-9.09");
+    assert!(!n4.significant);
+    assert!(r.runs[0]
+        .latency
+        .get("mmap-4")
+        .unwrap()
+        .vs_baseline
+        .is_none());
+}
+
+#[test]
+fn text_has_mmtests_layout() {
+    let t = render_text(&base_new());
+    assert!(
+        t.contains("\nAmean     mmap-6      11.0000 (   0.00%)       5.5000 *  50.00%*\n"),
+        "{t}"
+    );
+    assert!(
+        t.contains("\nMin       mmap-4       1.0000 (   0.00%)       1.5000 ( -50.00%)\n"),
+        "{t}"
+    );
+    assert!(
+        t.contains("\nDuration System         20.25         5.00\n"),
+        "{t}"
+    );
+    assert!(
+        t.contains("\nOps Direct pages scanned         9000.00      1000.00\n"),
+        "{t}"
+    );
+    // Stall histograms in `sort | uniq -c | sort -n` shape.
+    assert!(t.contains(
+        "mm_vmscan_throttled kswapd\n      1 usec_timeout=100000 usect_delayed=100000 reason=VMSCAN_THROTTLE_WRITEBACK\n     17 usec_timeout=100000 usect_delayed=4000 reason=VMSCAN_THROTTLE_WRITEBACK\n"
+    ), "{t}");
+    assert!(
+        t.contains(
+            "writeback_congestion_wait kswapd\n      3 usec_timeout=100000 usec_delayed=104000\n"
+        ),
+        "{t}"
+    );
+    // Stats grouped by statistic, as mmtests prints them.
+    let min4 = t.find("Min       mmap-4").unwrap();
+    let min6 = t.find("Min       mmap-6").unwrap();
+    let amean4 = t.find("Amean     mmap-4").unwrap();
+    assert!(min4 < min6 && min6 < amean4);
+}
+
+#[test]
+fn ci_significance_rule() {
+    let r = report_from_dirs(
+        &[fx("base"), fx("new")],
+        Options {
+            significance: Significance::Ci,
+        },
+    )
+    .unwrap();
+    let v = r.runs[1]
+        .latency
+        .get("mmap-6")
+        .unwrap()
+        .vs_baseline
+        .clone()
+        .unwrap();
+    // cidiff = (5.5 − 11) / (1.96·3.0277 + 1.96·6.0553) = −0.309: not significant.
+    let c = v.cidiff.unwrap();
+    assert!(
+        (c + 5.5 / (1.959963984540054 * (3.0276503540974917 + 6.0553007081949835))).abs() < 1e-9,
+        "{c}"
+    );
+    assert!(!v.significant);
+    assert!(render_text(&r)
+        .contains("Amean     mmap-6      11.0000 (   0.00%)       5.5000 (  50.00%)"));
+}
+
+#[test]
+fn json_has_design_keys() {
+    let j: serde_json::Value = serde_json::from_slice(&render_json(&base_new())).unwrap();
+    assert_eq!(j["schema"], "reclaimlab.report/1");
+    let run = &j["runs"][1];
+    for k in [
+        "name",
+        "origin",
+        "kernel",
+        "workload",
+        "record",
+        "duration",
+        "ops",
+        "vmstat_delta",
+        "latency",
+        "stalls",
+    ] {
+        assert!(run.get(k).is_some(), "missing runs[].{k}");
+    }
+    for k in ["user_s", "system_s", "elapsed_s"] {
+        assert!(run["duration"][k].is_number(), "duration.{k}");
+    }
+    for k in [
+        "direct_pages_scanned",
+        "kswapd_pages_scanned",
+        "kswapd_pages_reclaimed",
+        "direct_pages_reclaimed",
+        "kswapd_efficiency_pct",
+        "kswapd_velocity",
+        "direct_efficiency_pct",
+        "direct_velocity",
+        "percentage_direct_scans",
+        "page_writes_by_reclaim",
+        "page_writes_file",
+        "page_writes_anon",
+        "page_reclaim_immediate",
+        "slabs_scanned",
+        "direct_inode_steals",
+        "kswapd_inode_steals",
+    ] {
+        assert!(run["ops"][k].is_number(), "ops.{k}");
+    }
+    let l = &run["latency"]["mmap-4"];
+    for k in [
+        "unit", "n", "min", "amean", "stddev", "max90", "max95", "max99", "max",
+    ] {
+        assert!(l.get(k).is_some(), "latency.{k}");
+    }
+    assert_eq!(l["unit"], "ms");
+    let s = &run["stalls"][0];
+    for k in [
+        "event",
+        "who",
+        "reason",
+        "usec_timeout",
+        "usec_delayed",
+        "count",
+    ] {
+        assert!(s.get(k).is_some(), "stalls[].{k}");
+    }
+    assert_eq!(run["stalls"][0]["who"], "kswapd");
+    assert_eq!(j["runs"][0]["stalls"][0]["reason"], "");
+    assert_eq!(run["vmstat_delta"]["pgscan_direct"], 1000);
+}
+
+#[test]
+fn identical_input_gives_identical_bytes() {
+    let a = base_new();
+    let b = base_new();
+    assert_eq!(render_text(&a), render_text(&b));
+    assert_eq!(render_json(&a), render_json(&b));
+    assert_eq!(render_html(&a), render_html(&b));
+}
+
+#[test]
+fn html_is_self_contained() {
+    let h = String::from_utf8(render_html(&base_new())).unwrap();
+    assert!(h.starts_with("<!DOCTYPE html>"));
+    assert!(
+        h.matches("<svg").count() >= 2 + 2 + 4,
+        "latency ×2, velocity ×2, stall plots"
+    );
+    for bad in ["<script", "src=", "<link", "@import", "url("] {
+        assert!(!h.contains(bad), "external reference {bad}");
+    }
+}
+
+#[test]
+fn memcg_run_never_shows_a_table_of_zeros() {
+    let r = report_from_dirs(&[fx("base"), fx("memcg")], Options::default()).unwrap();
+    let m = &r.runs[1];
+    assert_eq!(m.reclaim_scope, "memcg-v1");
+    assert_eq!(m.scan_counters, "lru");
+    let mc = m.ops.memcg.clone().unwrap();
+    // pgscan_anon 4000−1000, pgscan_file 10000−2000; steals 1000 and 5000.
+    assert_eq!((mc.pages_scanned_anon, mc.pages_scanned_file), (3000, 8000));
+    assert_eq!(
+        (mc.pages_reclaimed_anon, mc.pages_reclaimed_file),
+        (1000, 5000)
+    );
+    assert_eq!(mc.velocity, 1100.0); // 11000 / 10 s
+    let t = render_text(&r);
+    assert!(t.contains("Ops Memcg pages scanned file"), "{t}");
+    assert!(t.contains("memcg-v1"), "{t}");
+    // The different steps are explained and only mmap-4 is compared.
+    assert_eq!(r.comparable.compared, vec!["mmap-4".to_string()]);
+    assert!(
+        r.notes.iter().any(|n| n.contains("mmap-6 (only in v5.15)")),
+        "{:?}",
+        r.notes
+    );
+}
+
+#[test]
+fn bad_trace_line_is_skipped_and_named() {
+    let run = load_run(&fx("memcg")).unwrap();
+    assert_eq!(run.trace.bad_lines, 1);
+    assert!(
+        run.trace.bad_examples[0].contains("trace.txt.gz:2"),
+        "{:?}",
+        run.trace.bad_examples
+    );
+    assert_eq!(run.trace.stall_events, 2);
+    let r = build_report(&[run], Options::default());
+    assert_eq!(r.bad_trace_lines(), 1);
+    assert!(r.notes.iter().any(|n| n.contains("did not parse")));
+}
+
+#[test]
+fn truncated_gzip_stops_and_is_reported() {
+    let run = load_run(&fx("truncated")).unwrap();
+    assert!(run.trace.truncated.is_some());
+    assert!(
+        run.trace.stall_events > 0,
+        "lines before the cut still count"
+    );
+    let r = build_report(&[run], Options::default());
+    assert!(r.has_truncated_trace());
+    assert!(render_text(&r).contains("TRUNCATED"));
+}
+
+#[test]
+fn different_workloads_are_explained() {
+    let r = report_from_dirs(&[fx("base"), fx("other")], Options::default()).unwrap();
+    assert!(
+        r.notes.iter().any(|n| n.contains("different workloads")),
+        "{:?}",
+        r.notes
+    );
+    assert!(r.comparable.compared.is_empty());
+    let t = render_text(&r);
+    assert!(
+        t.contains("No latency operation is present in every run"),
+        "{t}"
+    );
+    assert!(t.contains("no trace"), "{t}");
+}
+
+#[test]
+fn missing_record_is_a_clear_error() {
+    let e = load_run(&fx("does-not-exist")).unwrap_err().to_string();
+    assert!(
+        e.contains("does-not-exist") && e.contains("run record"),
+        "{e}"
+    );
+    let dir = std::env::temp_dir().join(format!("reclaimlab-report-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("run.json"), "{ not json").unwrap();
+    let e = load_run(&dir).unwrap_err().to_string();
+    assert!(e.contains("run.json"), "{e}");
+    std::fs::remove_dir_all(&dir).ok();
+}
