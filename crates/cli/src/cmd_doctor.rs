@@ -1,4 +1,7 @@
-//! `reclaimlab doctor` (being written).
+//! `reclaimlab doctor`: what this host can `run`, and how to fix what is missing.
+//!
+//! Thin: the checks live in `reclaimlab_host::doctor`. Exit 0 when `run` can
+//! work here, 2 when something required is missing.
 
 use std::process::ExitCode;
 
@@ -8,5 +11,11 @@ pub struct Args {}
 
 /// Runs `reclaimlab doctor`.
 pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`reclaimlab doctor` is not built yet")
+    let d = reclaimlab_host::doctor::diagnose();
+    print!("{}", d.render());
+    Ok(if d.can_run() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    })
 }

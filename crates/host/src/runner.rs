@@ -1,0 +1,1263 @@
+//! `reclaimlab run`: a workload on the real, running kernel, recorded as a run record.
+//!
+//! The order of a run, and why:
+//! 1. Check everything that can be checked before touching the host (root, fio,
+//!    memory controller, swap, sizes, disk space), so a bad invocation changes nothing.
+//! 2. Undo the leftovers of crashed runs (state files in `/run/reclaimlab`).
+//! 3. Create, each logged to this run's state file first: the data dir, a
+//!    temporary swap file, the memory cgroup, the tracefs mount (if needed) and a
+//!    private trace instance.
+//! 4. Calibrate (a `dd` write, for the warmup), then start the capture: the
+//!    `trace_pipe` thread and the 1 s `/proc/vmstat` + PSI sampler.
+//! 5. Per worker count: fio writers (and reader) alone for the warmup, then the
+//!    memory hogs and the mmap-latency worker for the duration; all of them in
+//!    the cgroup; then kill the cgroup's processes and collect their samples.
+//! 6. Stop the capture, write `run.json` and move the record into place.
+//! 7. Undo everything in reverse, also on Ctrl-C, SIGTERM or a panic.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration as StdDuration;
+
+use reclaimlab_record::{
+    Capture, Device, Duration, Machine, Origin, ReclaimScope, RecordWriter, RunMeta, Step,
+    TaskTime, Workload,
+};
+use reclaimlab_workload::stutterp::{StutterpParams, MIB};
+
+use crate::cgroup::{self, Sandbox, Version};
+use crate::error::{human_bytes, HostError, Result};
+use crate::state::{self, Entry, RunState};
+use crate::{doctor, fio, swap, sys, tracefs, workers};
+
+/// Where the run confines its workers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// A memory cgroup with a limit (limit reclaim).
+    Cgroup,
+    /// The whole machine (global reclaim); needs explicit confirmation.
+    Host,
+}
+
+/// Everything `reclaimlab run` was asked to do.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Workload name (`stutterp`) or a spec file.
+    pub workload: String,
+    /// The memory limit of the cgroup (cgroup scope).
+    pub memory: u64,
+    /// Cgroup or whole host.
+    pub scope: Scope,
+    /// `--yes-i-own-this-host`.
+    pub confirm_host: bool,
+    /// Size of a temporary swap file to create, if any.
+    pub swap_file: Option<u64>,
+    /// `--set K=V` pairs, in order.
+    pub sets: Vec<(String, String)>,
+    /// `--duration S`: the stutterp duration per step.
+    pub duration_s: Option<u64>,
+    /// Record directory (default `./real-stutterp-<unix time>`).
+    pub out: Option<PathBuf>,
+    /// Parent of the data directory (default `/var/tmp`).
+    pub data_dir: Option<PathBuf>,
+    /// The run's name in reports (default: `uname -r`).
+    pub name: Option<String>,
+    /// The binary whose hidden `worker` subcommands run the workers.
+    pub exe: PathBuf,
+    /// Where state files go (default [`state::STATE_DIR`]).
+    pub state_dir: PathBuf,
+}
+
+impl RunOptions {
+    /// Options with defaults for `workload`.
+    pub fn new(workload: &str, exe: PathBuf) -> RunOptions {
+        RunOptions {
+            workload: workload.to_string(),
+            memory: 1 << 30,
+            scope: Scope::Cgroup,
+            confirm_host: false,
+            swap_file: None,
+            sets: Vec::new(),
+            duration_s: None,
+            out: None,
+            data_dir: None,
+            name: None,
+            exe,
+            state_dir: PathBuf::from(state::STATE_DIR),
+        }
+    }
+}
+
+/// What a finished (or interrupted) run produced.
+#[derive(Debug, Clone)]
+pub struct RunOutcome {
+    /// The record directory.
+    pub record: PathBuf,
+    /// Whether a signal cut the run short.
+    pub interrupted: bool,
+    /// Leftovers of earlier runs that were cleaned up at the start.
+    pub cleaned: Vec<String>,
+    /// The run's metadata as written.
+    pub meta: RunMeta,
+    /// Trace lines captured.
+    pub trace_lines: u64,
+    /// vmstat rows written.
+    pub vmstat_rows: u64,
+    /// Latency samples written.
+    pub latency_samples: u64,
+    /// CPU seconds the capture thread used.
+    pub capture_cpu_s: f64,
+}
+
+fn say(msg: &str) {
+    eprintln!("reclaimlab run: {msg}");
+}
+
+/// Installs SIGINT/SIGTERM/SIGHUP handlers that set the returned flag; a second
+/// SIGINT exits at once (the next start cleans up).
+pub fn install_signal_flag() -> Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let e = |e: std::io::Error| HostError::new(format!("cannot install signal handlers: {e}"));
+    for sig in [
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ] {
+        signal_hook::flag::register_conditional_shutdown(sig, 130, Arc::clone(&flag)).map_err(e)?;
+        signal_hook::flag::register(sig, Arc::clone(&flag)).map_err(e)?;
+    }
+    Ok(flag)
+}
+
+/// Sleeps up to `secs`, waking early when `stop` is set or `check` fails.
+fn wait(stop: &AtomicBool, secs: f64, mut check: impl FnMut() -> Result<()>) -> Result<bool> {
+    let end = sys::mono_ns() + (secs * 1e9) as u64;
+    while sys::mono_ns() < end {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        check()?;
+        let left = end.saturating_sub(sys::mono_ns());
+        std::thread::sleep(StdDuration::from_nanos(left.min(100_000_000)));
+    }
+    Ok(!stop.load(Ordering::Relaxed))
+}
+
+/// The things a run created; undone by [`Resources::undo`] or on drop.
+struct Resources {
+    state: RunState,
+    sandbox: Option<Sandbox>,
+    instance: Option<tracefs::Instance>,
+    done: bool,
+}
+
+impl Resources {
+    fn undo(&mut self) -> Vec<HostError> {
+        if self.done {
+            return Vec::new();
+        }
+        self.done = true;
+        if let Some(sb) = &self.sandbox {
+            let _ = sb.kill_all();
+        }
+        self.state.undo_all()
+    }
+}
+
+impl Drop for Resources {
+    fn drop(&mut self) {
+        for e in self.undo() {
+            eprintln!("reclaimlab run: clean-up: {e}");
+        }
+    }
+}
+
+/// What the vmstat sampler returns: PSI at start and end, peak avg10 some/full, an error.
+type SamplerOut = (Option<sys::Psi>, Option<sys::Psi>, f64, f64, Option<String>);
+
+/// The capture threads; stopped and joined on drop (an early error return), so the
+/// trace instance is no longer read when it is removed.
+struct Threads {
+    stop: Arc<AtomicBool>,
+    trace: Option<std::thread::JoinHandle<tracefs::StreamStats>>,
+    sampler: Option<std::thread::JoinHandle<SamplerOut>>,
+}
+
+impl Drop for Threads {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(h) = self.trace.take() {
+            let _ = h.join();
+        }
+        if let Some(h) = self.sampler.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// A sysctl to set for the run (host scope only), and its old value.
+#[derive(Debug, Clone)]
+struct Sysctl {
+    path: PathBuf,
+    value: String,
+}
+
+fn sysctl_path(name: &str) -> PathBuf {
+    PathBuf::from("/proc/sys").join(name.replace('.', "/"))
+}
+
+/// The block device holding `dir`, described for `run.json` (best effort).
+fn device_of(dir: &Path, write_mb_s: f64) -> Option<Device> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = fs::metadata(dir).ok()?.dev();
+    let (maj, min) = (libc::major(dev), libc::minor(dev));
+    let sysdir = fs::canonicalize(format!("/sys/dev/block/{maj}:{min}")).ok()?;
+    // A partition's queue is its parent's.
+    let disk = if sysdir.join("partition").exists() {
+        sysdir.parent()?.to_path_buf()
+    } else {
+        sysdir
+    };
+    let name = disk.file_name()?.to_string_lossy().into_owned();
+    Some(Device {
+        layer: if disk.join("mq").exists() {
+            "blk-mq".into()
+        } else {
+            "sq".into()
+        },
+        queue_depth: sys::read_u64(disk.join("queue/nr_requests")).unwrap_or(0) as u32,
+        write_mb_s,
+        name,
+        ..Device::default()
+    })
+}
+
+fn numa_nodes() -> u32 {
+    fs::read_dir("/sys/devices/system/node")
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter(|e| {
+                    let n = e.file_name();
+                    let n = n.to_string_lossy();
+                    n.starts_with("node") && n[4..].parse::<u32>().is_ok()
+                })
+                .count() as u32
+        })
+        .unwrap_or(1)
+        .max(1)
+}
+
+/// Waits for a child with `wait4`, returning its user and system CPU seconds.
+fn reap(pid: u32) -> Option<(f64, f64)> {
+    let mut status = 0;
+    // SAFETY: rusage is plain data; wait4 writes it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::wait4(pid as i32, &mut status, 0, &mut ru) };
+    if r <= 0 {
+        return None;
+    }
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Some((tv(ru.ru_utime), tv(ru.ru_stime)))
+}
+
+/// Whether a child has exited (without reaping it).
+fn exited(pid: u32) -> bool {
+    // SAFETY: waitid with WNOWAIT only peeks at the child's state.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let r = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+    };
+    // SAFETY: si_pid is valid to read after waitid.
+    r == 0 && unsafe { info.si_pid() } != 0
+}
+
+fn tail(path: &Path, n: usize) -> String {
+    let t = fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = t.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+/// Checks and resolves `--set` pairs: stutterp parameters, and `vm.*` sysctls
+/// (host scope only, since they are host-wide).
+fn apply_sets(opts: &RunOptions, params: &mut StutterpParams) -> Result<Vec<Sysctl>> {
+    let mut sysctls = Vec::new();
+    for (k, v) in &opts.sets {
+        if k.starts_with("stutterp.") {
+            params.set(k, v).map_err(|e| {
+                HostError::with_fix(format!("--set {k}={v}: {e}"), "reclaimlab list params")
+            })?;
+        } else if k.starts_with("vm.") {
+            let path = sysctl_path(k);
+            if !path.exists() {
+                return Err(HostError::with_fix(
+                    format!("--set {k}: this kernel has no {}", path.display()),
+                    "use a sysctl name from `sysctl -a | grep ^vm.`",
+                ));
+            }
+            if opts.scope != Scope::Host {
+                return Err(HostError::with_fix(
+                    format!("--set {k}={v}: {k} is host-wide, and this run is confined to a cgroup"),
+                    "drop the --set, or run with --scope host --yes-i-own-this-host on a dedicated machine",
+                ));
+            }
+            sysctls.push(Sysctl {
+                path,
+                value: v.clone(),
+            });
+        } else {
+            return Err(HostError::with_fix(
+                format!("--set {k}={v}: unknown parameter `{k}` for `run`"),
+                "stutterp.* parameters (reclaimlab list params) or vm.* sysctls with --scope host",
+            ));
+        }
+    }
+    if let Some(d) = opts.duration_s {
+        params
+            .set("stutterp.duration_s", &d.to_string())
+            .map_err(|e| HostError::new(format!("--duration: {e}")))?;
+    }
+    Ok(sysctls)
+}
+
+/// Runs a workload on this host. See the module documentation for the order of things.
+pub fn run(opts: &RunOptions, stop: Arc<AtomicBool>) -> Result<RunOutcome> {
+    match opts.workload.as_str() {
+        "stutterp" => run_stutterp(opts, stop),
+        other => {
+            // The generic TOML workload spec (crates/workload/src/spec.rs) plugs in here
+            // once it exists: turn its workers into processes placed in the sandbox.
+            Err(HostError::with_fix(
+                format!(
+                    "workload `{other}`: not yet supported by `reclaimlab run` (the real runner knows stutterp; TOML workload specs are not wired to it yet)"
+                ),
+                "reclaimlab run stutterp",
+            ))
+        }
+    }
+}
+
+/// Checks before anything is created. Returns the memory to size from.
+fn preflight(opts: &RunOptions) -> Result<(Option<cgroup::MemoryController>, PathBuf, u64)> {
+    if !sys::is_root() {
+        return Err(HostError::with_fix(
+            "`reclaimlab run` needs root (cgroups, tracefs, swap)",
+            "run it as root (sudo reclaimlab run ...); `reclaimlab doctor` lists what else is needed",
+        ));
+    }
+    let fio = sys::which("fio").ok_or_else(|| {
+        HostError::with_fix(
+            "fio not found on PATH: stutterp's file writers are fio jobs",
+            "apt-get install -y fio (Debian/Ubuntu) or dnf install -y fio",
+        )
+    })?;
+    let (mem_total, _) = sys::mem_and_swap();
+    let ctrl = match opts.scope {
+        Scope::Host => {
+            if !opts.confirm_host {
+                return Err(HostError::with_fix(
+                    "--scope host runs the workload against the whole machine's memory (global reclaim, heavy swapping, possibly OOM kills of other processes)",
+                    "only on a dedicated test machine or VM: add --yes-i-own-this-host",
+                ));
+            }
+            cgroup::detect()
+        }
+        Scope::Cgroup => {
+            let c = cgroup::detect().ok_or_else(|| {
+                HostError::with_fix(
+                    "no cgroup hierarchy holds the memory controller: cannot sandbox the run",
+                    cgroup::fix_command(&sys::mounts()),
+                )
+            })?;
+            Some(c)
+        }
+    };
+    let memory = match opts.scope {
+        Scope::Host => mem_total,
+        Scope::Cgroup => {
+            if opts.memory < 256 * MIB {
+                return Err(HostError::with_fix(
+                    format!(
+                        "--memory {}: too small for stutterp (its mmap-latency worker alone maps 128 MiB)",
+                        human_bytes(opts.memory)
+                    ),
+                    "--memory 1G (at least 256M)",
+                ));
+            }
+            if opts.memory > mem_total / 10 * 9 {
+                return Err(HostError::with_fix(
+                    format!(
+                        "--memory {}: more than 90% of this host's {} RAM; the run would hit global reclaim, not the cgroup limit",
+                        human_bytes(opts.memory),
+                        human_bytes(mem_total)
+                    ),
+                    format!("--memory {}M or less", mem_total / 2 / MIB),
+                ));
+            }
+            opts.memory
+        }
+    };
+    if swap::active().is_empty() && opts.swap_file.is_none() {
+        return Err(HostError::with_fix(
+            "this host has no swap: stutterp's anon hogs could not be reclaimed (the run would OOM, not stall)",
+            "add --swap-file 2G (a temporary swap file, removed afterwards), or add swap to the host",
+        ));
+    }
+    if opts.swap_file.is_some() {
+        for tool in ["mkswap", "swapon", "swapoff"] {
+            if sys::which(tool).is_none() {
+                return Err(HostError::with_fix(
+                    format!("--swap-file needs `{tool}`, which is not on PATH"),
+                    "apt-get install -y util-linux",
+                ));
+            }
+        }
+    }
+    Ok((ctrl, fio, memory))
+}
+
+fn run_stutterp(opts: &RunOptions, stop: Arc<AtomicBool>) -> Result<RunOutcome> {
+    let mut params = StutterpParams::default();
+    let sysctls = apply_sets(opts, &mut params)?;
+    let (ctrl, fio_path, memory) = preflight(opts)?;
+    let cpus = sys::cpus();
+    let machine_dirty = sys::read_u64("/proc/sys/vm/dirty_ratio").unwrap_or(20) as u32;
+    let dirty_after: u32 = sysctls
+        .iter()
+        .find(|s| s.path.ends_with("vm/dirty_ratio"))
+        .and_then(|s| s.value.trim().parse().ok())
+        .unwrap_or(machine_dirty);
+    let sizing = params
+        .sizing(memory, dirty_after)
+        .map_err(|e| HostError::with_fix(e.to_string(), "--memory 1G"))?;
+    let counts = params
+        .worker_counts(cpus)
+        .map_err(|e| HostError::with_fix(e.to_string(), "reclaimlab list params"))?;
+    let mut plans = Vec::new();
+    for t in &counts {
+        plans.push(
+            params
+                .step(&sizing, *t)
+                .map_err(|e| HostError::with_fix(e.to_string(), "--memory 1G"))?,
+        );
+    }
+    let pid = std::process::id();
+    let name = format!("{}{pid}", state::PREFIX);
+    let data_parent = opts
+        .data_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("/var/tmp"));
+    if !data_parent.is_dir() {
+        return Err(HostError::with_fix(
+            format!("--data-dir {}: not a directory", data_parent.display()),
+            "give an existing directory on a local disk",
+        ));
+    }
+    let need = plans
+        .iter()
+        .map(fio::stutterp_disk_bytes)
+        .max()
+        .unwrap_or(0)
+        + opts.swap_file.unwrap_or(0)
+        + params.calibrate_mib * MIB * u64::from(params.warmup_s.is_none());
+    if let Some(free) = doctor::free_bytes(&data_parent) {
+        if free < need + need / 10 {
+            return Err(HostError::with_fix(
+                format!(
+                    "{} has {} free; the run needs about {} (fio files, swap file, calibration)",
+                    data_parent.display(),
+                    human_bytes(free),
+                    human_bytes(need)
+                ),
+                "--data-dir DIR on a larger filesystem, or a smaller --memory",
+            ));
+        }
+    }
+    let out = opts.out.clone().unwrap_or_else(|| {
+        let secs = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        PathBuf::from(format!("real-stutterp-{secs}"))
+    });
+    if out.exists()
+        && !out.join("run.json").is_file()
+        && fs::read_dir(&out)
+            .map(|mut d| d.next().is_some())
+            .unwrap_or(true)
+    {
+        return Err(HostError::with_fix(
+            format!("--out {}: exists and is not a run record", out.display()),
+            "choose another --out, or remove it",
+        ));
+    }
+
+    // 2. Leftovers of crashed runs.
+    let (cleaned, errs) = state::clean_leftovers(&opts.state_dir);
+    for c in &cleaned {
+        say(c);
+    }
+    for e in &errs {
+        say(&format!("could not clean a leftover: {e}"));
+    }
+
+    // 3. Create things, logging each first.
+    let mut res = Resources {
+        state: RunState::create_in(&opts.state_dir)?,
+        sandbox: None,
+        instance: None,
+        done: false,
+    };
+    let data = data_parent.join(&name);
+    res.state.log(Entry::DataDir(data.clone()))?;
+    fs::create_dir_all(&data)
+        .map_err(|e| HostError::io("cannot create data directory", &data, e))?;
+    let mut notes: Vec<String> = Vec::new();
+
+    if let Some(size) = opts.swap_file {
+        let path = data_parent.join(format!("{name}.swap"));
+        res.state.log(Entry::SwapFile(path.clone()))?;
+        say(&format!(
+            "creating a {} swap file {}",
+            human_bytes(size),
+            path.display()
+        ));
+        swap::create_swap_file(&path, size)?;
+        notes.push(format!(
+            "temporary swap file of {} (removed after the run)",
+            human_bytes(size)
+        ));
+    }
+    for s in &sysctls {
+        let old = sys::read(&s.path)?.trim().to_string();
+        res.state.log(Entry::Sysctl(s.path.clone(), old.clone()))?;
+        sys::write(&s.path, &s.value)?;
+        notes.push(format!(
+            "set {} = {} (was {old}; restored after the run)",
+            s.path.display(),
+            s.value
+        ));
+    }
+
+    let mounts = sys::mounts();
+    let (scope_label, sandbox) = match (&ctrl, opts.scope) {
+        (Some(c), scope) => {
+            let limit = if scope == Scope::Cgroup {
+                memory
+            } else {
+                u64::MAX
+            };
+            let cpuacct = if c.version == Version::V1 {
+                cgroup::cpuacct_v1_mount(&mounts)
+            } else {
+                None
+            };
+            // Log both possible directories before creating them.
+            res.state.log(Entry::Cgroup(
+                c.version,
+                cgroup::group_path(&c.mount, &name),
+            ))?;
+            if let Some(m) = &cpuacct {
+                res.state
+                    .log(Entry::Cgroup(Version::V1, cgroup::group_path(m, &name)))?;
+            }
+            let sb = if scope == Scope::Cgroup {
+                Sandbox::create(c, &name, limit, cpuacct.as_deref(), |_| {})?
+            } else {
+                // Host scope: a group without a limit, only to kill and account workers.
+                let sb = Sandbox::create(c, &name, u64::MAX / 2, cpuacct.as_deref(), |_| {});
+                match sb {
+                    Ok(mut s) => {
+                        let f = match c.version {
+                            Version::V1 => "memory.limit_in_bytes",
+                            Version::V2 => "memory.max",
+                        };
+                        let _ = sys::write(
+                            s.dir.join(f),
+                            if c.version == Version::V2 {
+                                "max"
+                            } else {
+                                "-1"
+                            },
+                        );
+                        s.limit = 0;
+                        s
+                    }
+                    Err(e) => return Err(e),
+                }
+            };
+            let label = if scope == Scope::Cgroup {
+                c.version.scope_label()
+            } else {
+                "global"
+            };
+            (label, Some(sb))
+        }
+        (None, _) => ("global", None),
+    };
+    res.sandbox = sandbox.clone();
+    let procs: Vec<PathBuf> = sandbox
+        .as_ref()
+        .map(|s| s.procs_files())
+        .unwrap_or_default();
+    let reclaim_scope = match scope_label {
+        "memcg-v1" => ReclaimScope::MemcgV1,
+        "memcg-v2" => ReclaimScope::MemcgV2,
+        _ => ReclaimScope::Global,
+    };
+    if let Some(sb) = &sandbox {
+        say(&format!(
+            "sandbox {} ({}, limit {})",
+            sb.dir.display(),
+            scope_label,
+            if sb.limit > 0 {
+                human_bytes(sb.limit)
+            } else {
+                "none".into()
+            }
+        ));
+    }
+
+    // Tracefs: mount if needed, then a private instance.
+    let mut trace_root = tracefs::find_mounted(&mounts);
+    if trace_root.is_none() && tracefs::mountable() {
+        match tracefs::mount() {
+            Ok(p) => {
+                res.state.log(Entry::Mount(p.clone()))?;
+                trace_root = Some(p);
+            }
+            Err(e) => notes.push(format!("no trace captured: {e}")),
+        }
+    } else if trace_root.is_none() {
+        notes.push("no trace captured: this kernel has no tracefs (CONFIG_TRACING)".into());
+    }
+    let mut events = Vec::new();
+    if let Some(root) = &trace_root {
+        let (have, lack) = tracefs::available_events(root);
+        if !lack.is_empty() {
+            notes.push(format!("events this kernel lacks: {}", lack.join(", ")));
+        }
+        if !root.join("instances").is_dir() {
+            notes.push(format!(
+                "no trace captured: {}/instances is missing and the global buffer is never used",
+                root.display()
+            ));
+        } else if have.is_empty() {
+            notes.push(
+                "no trace captured: none of the reclaim tracepoints exist on this kernel".into(),
+            );
+        } else {
+            let dir = root.join("instances").join(&name);
+            res.state.log(Entry::Instance(dir))?;
+            match tracefs::Instance::create(root, &name, &have, 8192) {
+                Ok(i) => {
+                    events = have;
+                    res.instance = Some(i);
+                }
+                Err(e) => notes.push(format!("no trace captured: {e}")),
+            }
+        }
+    }
+
+    // 4. Calibration (before the record's time 0, as mmtests runs it before the loop).
+    let mut write_mb_s = 0.0;
+    let warmup = match params.warmup_s {
+        Some(w) => w,
+        None => {
+            let f = data.join("ddfile");
+            say(&format!(
+                "calibrating: writing {} MiB with dd (conv=fdatasync) for the warmup",
+                params.calibrate_mib
+            ));
+            let t = sys::mono_ns();
+            let mut cmd = Command::new("dd");
+            cmd.arg("if=/dev/zero")
+                .arg(format!("of={}", f.display()))
+                .arg("bs=1M")
+                .arg(format!("count={}", params.calibrate_mib))
+                .arg("conv=fdatasync")
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            cgroup::place_in(&mut cmd, &procs);
+            let child = cmd
+                .spawn()
+                .map_err(|e| HostError::new(format!("cannot run dd for calibration: {e}")))?;
+            let cpid = child.id();
+            while !exited(cpid) && !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(StdDuration::from_millis(100));
+            }
+            if stop.load(Ordering::Relaxed) {
+                if let Some(sb) = &sandbox {
+                    let _ = sb.kill_all();
+                }
+                // SAFETY: signalling our own child.
+                unsafe { libc::kill(cpid as i32, libc::SIGKILL) };
+            }
+            reap(cpid);
+            let secs = (sys::mono_ns() - t) as f64 / 1e9;
+            let _ = fs::remove_file(&f);
+            if stop.load(Ordering::Relaxed) {
+                return Err(HostError::new(
+                    "interrupted during calibration; the host is cleaned up",
+                ));
+            }
+            write_mb_s = params.calibrate_mib as f64 / secs.max(1e-3);
+            let w = params.warmup_from_calibration(secs);
+            notes.push(format!(
+                "calibration: {} MiB in {secs:.1} s ({write_mb_s:.0} MB/s), warmup {w} s",
+                params.calibrate_mib
+            ));
+            w
+        }
+    };
+
+    // The record.
+    let (mem_total, _) = sys::mem_and_swap();
+    let swap_total: u64 = swap::active().iter().map(|a| a.size).sum();
+    let hz = sys::kernel_config().and_then(|(c, _)| sys::config_hz(&c));
+    let mut meta = RunMeta::new(
+        opts.name.clone().unwrap_or_else(sys::kernel_release),
+        Origin::Real,
+        sys::kernel_release(),
+    );
+    meta.machine = Machine {
+        name: "host".into(),
+        cpus,
+        nodes: numa_nodes(),
+        memory_bytes: memory,
+        hz,
+        swap_bytes: swap_total,
+        devices: device_of(&data, write_mb_s).into_iter().collect(),
+    };
+    meta.workload = Workload {
+        name: "stutterp".into(),
+        spec: "stutterp".into(),
+    };
+    for (k, v) in params.to_params() {
+        meta.params.insert(k, v);
+    }
+    meta.params.insert(
+        "stutterp.dirty_ratio".into(),
+        sizing.dirty_ratio.to_string(),
+    );
+    meta.params
+        .insert("stutterp.warmup_s".into(), warmup.to_string());
+    meta.params
+        .insert("vm.dirty_ratio".into(), dirty_after.to_string());
+    for n in ["dirty_background_ratio", "swappiness", "min_free_kbytes"] {
+        if let Ok(v) = sys::read(format!("/proc/sys/vm/{n}")) {
+            meta.params.insert(format!("vm.{n}"), v.trim().to_string());
+        }
+    }
+    if let Ok(v) = sys::read("/sys/kernel/mm/transparent_hugepage/enabled") {
+        meta.params
+            .insert("thp.enabled".into(), v.trim().to_string());
+    }
+    meta.params.insert("run.scope".into(), scope_label.into());
+    meta.params
+        .insert("run.memory_bytes".into(), memory.to_string());
+    meta.params
+        .insert("host.mem_total_bytes".into(), mem_total.to_string());
+    meta.reclaim_scope = reclaim_scope;
+    let writer = RecordWriter::create(&out, meta.clone())
+        .map_err(|e| HostError::new(format!("cannot start the record: {e}")))?;
+    let writer = Arc::new(Mutex::new(writer));
+
+    // Time 0.
+    let t0 = sys::mono_ns();
+    let t_of = move |ns: u64| ns.saturating_sub(t0) as f64 / 1e9;
+    let cur_step = Arc::new(AtomicU32::new(counts[0]));
+    let capture_stop = Arc::new(AtomicBool::new(false));
+    let mut threads = Threads {
+        stop: Arc::clone(&capture_stop),
+        trace: None,
+        sampler: None,
+    };
+    let mut trace_clock = String::new();
+    if let Some(inst) = &res.instance {
+        trace_clock = inst.clock();
+        let w = Arc::clone(&writer);
+        let h = inst.stream(Arc::clone(&capture_stop), move |block| {
+            if let Ok(mut w) = w.lock() {
+                let _ = w.trace_bytes(block.as_bytes());
+            }
+        })?;
+        threads.trace = Some(h);
+        inst.start()?;
+    }
+    // vmstat + PSI sampler.
+    threads.sampler = Some({
+        let w = Arc::clone(&writer);
+        let stop_s = Arc::clone(&capture_stop);
+        let step = Arc::clone(&cur_step);
+        std::thread::Builder::new()
+            .name("vmstat".into())
+            .spawn(move || -> SamplerOut {
+                let mut header: Option<Vec<String>> = None;
+                let (mut psi0, mut psi1) = (None, None);
+                let (mut peak_some, mut peak_full) = (0.0f64, 0.0f64);
+                let mut err = None;
+                let mut next = t0;
+                loop {
+                    let last = stop_s.load(Ordering::Acquire);
+                    let now = sys::mono_ns();
+                    let text = fs::read_to_string("/proc/vmstat").unwrap_or_default();
+                    match reclaimlab_record::parse_proc_vmstat(&text, Path::new("/proc/vmstat"), 1)
+                    {
+                        Ok(snap) => {
+                            let mut w = w.lock().unwrap_or_else(|p| p.into_inner());
+                            if header.is_none() {
+                                let names: Vec<String> = snap.names().map(str::to_string).collect();
+                                let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+                                if let Err(e) = w.vmstat_header(&refs) {
+                                    err = Some(e.to_string());
+                                }
+                                header = Some(names);
+                            }
+                            let h = header.as_ref().map(Vec::as_slice).unwrap_or(&[]);
+                            let values: Vec<u64> = if snap.counters.len() == h.len()
+                                && snap.counters.iter().zip(h).all(|((n, _), hn)| n == hn)
+                            {
+                                snap.counters.iter().map(|(_, v)| *v).collect()
+                            } else {
+                                h.iter().map(|n| snap.get(n).unwrap_or(0)).collect()
+                            };
+                            if let Err(e) =
+                                w.vmstat_row(t_of(now), step.load(Ordering::Relaxed), &values)
+                            {
+                                err.get_or_insert(e.to_string());
+                            }
+                        }
+                        Err(e) => {
+                            err.get_or_insert(e.to_string());
+                        }
+                    }
+                    if let Some(p) = fs::read_to_string("/proc/pressure/memory")
+                        .ok()
+                        .as_deref()
+                        .and_then(sys::parse_psi)
+                    {
+                        if psi0.is_none() {
+                            psi0 = Some(p);
+                        }
+                        peak_some = peak_some.max(p.some.avg10);
+                        peak_full = peak_full.max(p.full.avg10);
+                        psi1 = Some(p);
+                    }
+                    if last {
+                        break;
+                    }
+                    next += 1_000_000_000;
+                    while sys::mono_ns() < next && !stop_s.load(Ordering::Acquire) {
+                        let left = next.saturating_sub(sys::mono_ns());
+                        std::thread::sleep(StdDuration::from_nanos(left.min(50_000_000)));
+                    }
+                }
+                (psi0, psi1, peak_some, peak_full, err)
+            })
+            .map_err(|e| HostError::new(format!("cannot start the vmstat sampler: {e}")))?
+    });
+    let stat0 = sandbox
+        .as_ref()
+        .map(|s| s.memory_stat())
+        .unwrap_or_default();
+
+    // 5. The steps.
+    let mut steps: Vec<Step> = Vec::new();
+    let mut tasks: Vec<TaskTime> = Vec::new();
+    let mut latency_samples = 0u64;
+    let mut failure: Option<HostError> = None;
+    let mut interrupted = false;
+    'steps: for (t, plan) in counts.iter().zip(&plans) {
+        if stop.load(Ordering::Relaxed) {
+            interrupted = true;
+            break;
+        }
+        let t = *t;
+        cur_step.store(t, Ordering::Relaxed);
+        let start_ns = sys::mono_ns();
+        say(&format!(
+            "step {t}: {} writer(s) of {} MiB, {} hog(s) of {} MiB, {} reader(s), 1 mmap-latency; warmup {warmup} s, duration {} s",
+            plan.split.writers, plan.wss_per_writer_mib, plan.split.hogs, plan.wss_per_memhog_mib,
+            plan.split.readers, params.duration_s
+        ));
+        if opts.scope == Scope::Host {
+            // mmtests: sync; echo 3 > drop_caches before each iteration (host scope only:
+            // inside a cgroup it would throw away everyone else's cache).
+            let _ = Command::new("sync").status();
+            let _ = sys::write("/proc/sys/vm/drop_caches", "3");
+        }
+        let fio_dir = data.join("stutterp-data");
+        let _ = fs::remove_dir_all(&fio_dir);
+        fs::create_dir_all(&fio_dir).map_err(|e| HostError::io("cannot create", &fio_dir, e))?;
+        let job = data.join(format!("fio-config.{t}"));
+        fs::write(
+            &job,
+            fio::stutterp_job_file(&params, plan, params.runtime_s(warmup)),
+        )
+        .map_err(|e| HostError::io("cannot write fio job file", &job, e))?;
+        let fio_log = data.join(format!("fio-{t}.log"));
+        let mut cmd = fio::command(
+            &fio_path,
+            &fio_dir,
+            &data.join(format!("fio-{t}.latlog")),
+            &job,
+        );
+        cmd.stdin(Stdio::null())
+            .stdout(
+                fs::File::create(&fio_log)
+                    .map_err(|e| HostError::io("cannot create", &fio_log, e))?,
+            )
+            .stderr(Stdio::from(
+                fs::File::options()
+                    .append(true)
+                    .open(&fio_log)
+                    .map_err(|e| HostError::io("cannot open", &fio_log, e))?,
+            ));
+        cgroup::place_in(&mut cmd, &procs);
+        let fio_child = cmd
+            .spawn()
+            .map_err(|e| HostError::new(format!("cannot start fio: {e}")))?;
+        let fio_pid = fio_child.id();
+        let mut pids: Vec<(String, u32)> = vec![("fio".into(), fio_pid)];
+        let fio_alive = || {
+            if exited(fio_pid) {
+                Err(HostError::with_fix(
+                    format!(
+                        "fio exited during the warmup of step {t}; its log ends:\n{}",
+                        tail(&fio_log, 8)
+                    ),
+                    format!(
+                        "check the job file {} and the data dir's free space",
+                        job.display()
+                    ),
+                ))
+            } else {
+                Ok(())
+            }
+        };
+        match wait(&stop, warmup as f64, fio_alive) {
+            Ok(true) => {}
+            Ok(false) => interrupted = true,
+            Err(e) => failure = Some(e),
+        }
+        if !interrupted && failure.is_none() {
+            for _ in 0..plan.split.hogs {
+                let mut c = Command::new(&opts.exe);
+                c.args([
+                    "worker",
+                    "memory-hog",
+                    &(plan.wss_per_memhog_mib * MIB).to_string(),
+                ])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+                cgroup::place_in(&mut c, &procs);
+                match c.spawn() {
+                    Ok(ch) => pids.push(("memory-hog".into(), ch.id())),
+                    Err(e) => {
+                        failure = Some(HostError::new(format!(
+                            "cannot start memory-hog worker {}: {e}",
+                            opts.exe.display()
+                        )));
+                        break;
+                    }
+                }
+            }
+        }
+        let lat_file = data.join(format!("mmap-latency-{t}.txt"));
+        if !interrupted && failure.is_none() {
+            let mut c = Command::new(&opts.exe);
+            c.args(["worker", "mmap-latency", "--out"])
+                .arg(&lat_file)
+                .args([
+                    "--pages",
+                    &params.mmap_pages.to_string(),
+                    "--sleep-ms",
+                    &params.sleep_ms.to_string(),
+                    "--t0-mono-ns",
+                    &t0.to_string(),
+                ])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null());
+            cgroup::place_in(&mut c, &procs);
+            match c.spawn() {
+                Ok(ch) => pids.push(("mmap-latency".into(), ch.id())),
+                Err(e) => {
+                    failure = Some(HostError::new(format!(
+                        "cannot start the mmap-latency worker: {e}"
+                    )))
+                }
+            }
+        }
+        if !interrupted && failure.is_none() {
+            match wait(&stop, params.duration_s as f64, || Ok(())) {
+                Ok(true) => {}
+                _ => interrupted = true,
+            }
+        }
+        // Stop the step's workers: by group, so fio's job processes go too.
+        match &sandbox {
+            Some(sb) => {
+                if let Err(e) = sb.kill_all() {
+                    failure.get_or_insert(e);
+                }
+            }
+            None => {
+                for (_, p) in &pids {
+                    // SAFETY: signalling our own children.
+                    unsafe { libc::kill(*p as i32, libc::SIGKILL) };
+                }
+            }
+        }
+        for (comm, p) in &pids {
+            if let Some((u, s)) = reap(*p) {
+                tasks.push(TaskTime {
+                    comm: comm.clone(),
+                    pid: *p,
+                    step: Some(t),
+                    user_s: u,
+                    system_s: s,
+                });
+            }
+        }
+        let end_ns = sys::mono_ns();
+        steps.push(Step {
+            step: t,
+            start_s: t_of(start_ns),
+            end_s: t_of(end_ns),
+        });
+        if let Ok(text) = fs::read_to_string(&lat_file) {
+            let mut w = writer.lock().unwrap_or_else(|p| p.into_inner());
+            for (ts, v) in workers::parse_latency_file(&text) {
+                if w.latency(t, "mmap", ts, v).is_ok() {
+                    latency_samples += 1;
+                }
+            }
+        }
+        let _ = fs::remove_dir_all(&fio_dir);
+        if failure.is_some() || interrupted {
+            break 'steps;
+        }
+    }
+    if stop.load(Ordering::Relaxed) {
+        interrupted = true;
+    }
+
+    // 6. Stop capture.
+    let end_ns = sys::mono_ns();
+    let mut lost = 0;
+    if let Some(inst) = &res.instance {
+        let _ = inst.stop();
+        lost = inst.lost_events();
+    }
+    capture_stop.store(true, Ordering::Release);
+    let stream_stats = threads
+        .trace
+        .take()
+        .and_then(|h| h.join().ok())
+        .unwrap_or_default();
+    let (psi0, psi1, peak_some, peak_full, sampler_err) = threads
+        .sampler
+        .take()
+        .and_then(|h| h.join().ok())
+        .unwrap_or((None, None, 0.0, 0.0, Some("sampler thread panicked".into())));
+    drop(threads);
+    if let Some(e) = sampler_err {
+        notes.push(format!("vmstat sampling problem: {e}"));
+    }
+    if let (Some(a), Some(b)) = (psi0, psi1) {
+        notes.push(format!(
+            "psi memory (host-wide): some {:.3} s, full {:.3} s stalled during the run; peak avg10 some {:.2}%, full {:.2}%",
+            b.some.total_us.saturating_sub(a.some.total_us) as f64 / 1e6,
+            b.full.total_us.saturating_sub(a.full.total_us) as f64 / 1e6,
+            peak_some,
+            peak_full
+        ));
+    } else {
+        notes.push("psi: /proc/pressure/memory not available".into());
+    }
+    if let Some(sb) = &sandbox {
+        let stat1 = sb.memory_stat();
+        let delta = |k: &str| {
+            let a = stat0.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
+            let b = stat1.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
+            b.map(|b| b.saturating_sub(a.unwrap_or(0)))
+        };
+        let keys = [
+            "pgpgin",
+            "pgpgout",
+            "pgfault",
+            "pgmajfault",
+            "pgscan",
+            "pgsteal",
+            "pgrefill",
+            "pgactivate",
+            "pgdeactivate",
+            "workingset_refault_anon",
+            "workingset_refault_file",
+        ];
+        let parts: Vec<String> = keys
+            .iter()
+            .filter_map(|k| delta(k).map(|v| format!("{k} +{v}")))
+            .collect();
+        if !parts.is_empty() {
+            notes.push(format!(
+                "cgroup memory.stat deltas ({}): {}",
+                sb.dir.display(),
+                parts.join(", ")
+            ));
+        }
+        if let Some(p) = sb.peak_bytes() {
+            notes.push(format!("cgroup peak memory usage {}", human_bytes(p)));
+        }
+    }
+    if interrupted {
+        notes.push(format!(
+            "interrupted by a signal at t={:.1} s; the last step is cut short",
+            t_of(end_ns)
+        ));
+    }
+    if let Some(f) = &failure {
+        notes.push(format!("run failed: {}", f.what));
+    }
+    if !trace_clock.is_empty() && trace_clock != "mono" {
+        notes.push(format!(
+            "trace clock is `{trace_clock}` (no `mono` on this kernel): trace_time_offset_s is approximate"
+        ));
+    }
+    notes.push(format!(
+        "capture thread: {} lines, {} bytes, {:.3} CPU s",
+        stream_stats.lines,
+        stream_stats.bytes,
+        stream_stats.cpu_ns as f64 / 1e9
+    ));
+
+    let (cg_user, cg_sys) = sandbox
+        .as_ref()
+        .and_then(|s| s.cpu_times())
+        .unwrap_or_else(|| {
+            tasks
+                .iter()
+                .fold((0.0, 0.0), |(u, s), t| (u + t.user_s, s + t.system_s))
+        });
+    let mut writer = Arc::try_unwrap(writer)
+        .map_err(|_| HostError::new("internal: the record writer is still shared"))?
+        .into_inner()
+        .unwrap_or_else(|p| p.into_inner());
+    let trace_lines = writer.trace_line_count();
+    let vmstat_rows = writer.vmstat_row_count();
+    {
+        let m = writer.meta_mut();
+        m.steps = steps;
+        m.duration = Duration {
+            user_s: cg_user,
+            system_s: cg_sys,
+            elapsed_s: t_of(end_ns),
+        };
+        m.capture = Capture {
+            trace: res.instance.is_some(),
+            events: events.clone(),
+            lost_events: lost,
+            trace_time_offset_s: t0 as f64 / 1e9,
+            skipped_lines: 0,
+            notes: notes.clone(),
+        };
+        m.tasks = tasks;
+    }
+    let meta = writer.meta().clone();
+    let record = writer
+        .finish()
+        .map_err(|e| HostError::new(format!("cannot finish the record: {e}")))?;
+
+    // 7. Undo.
+    let errs = res.undo();
+    if !errs.is_empty() {
+        let list: Vec<String> = errs.iter().map(|e| e.to_string()).collect();
+        return Err(HostError::with_fix(
+            format!(
+                "the run finished (record {}), but cleaning up failed: {}",
+                record.display(),
+                list.join("; ")
+            ),
+            "run `reclaimlab run` again later: it cleans up leftovers of earlier runs at start",
+        ));
+    }
+    if let Some(f) = failure {
+        return Err(HostError {
+            what: format!(
+                "{} (a partial record was written to {})",
+                f.what,
+                record.display()
+            ),
+            fix: f.fix,
+        });
+    }
+    Ok(RunOutcome {
+        record,
+        interrupted,
+        cleaned,
+        meta,
+        trace_lines,
+        vmstat_rows,
+        latency_samples,
+        capture_cpu_s: stream_stats.cpu_ns as f64 / 1e9,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sysctl_paths() {
+        assert_eq!(
+            sysctl_path("vm.dirty_ratio"),
+            PathBuf::from("/proc/sys/vm/dirty_ratio")
+        );
+    }
+
+    #[test]
+    fn sets_are_checked() {
+        let mut o = RunOptions::new("stutterp", PathBuf::from("/bin/true"));
+        let mut p = StutterpParams::default();
+        o.sets = vec![("stutterp.readers".into(), "1".into())];
+        assert!(apply_sets(&o, &mut p).unwrap().is_empty());
+        assert_eq!(p.readers, 1);
+        o.sets = vec![("vm.dirty_ratio".into(), "10".into())];
+        let e = apply_sets(&o, &mut p).unwrap_err();
+        assert!(e.to_string().contains("host-wide"), "{e}");
+        o.sets = vec![("bogus".into(), "1".into())];
+        assert!(apply_sets(&o, &mut p)
+            .unwrap_err()
+            .to_string()
+            .contains("unknown parameter"));
+        o.sets = vec![("stutterp.readers".into(), "5".into())];
+        assert!(apply_sets(&o, &mut p)
+            .unwrap_err()
+            .to_string()
+            .contains("0 or 1"));
+        o.sets.clear();
+        o.duration_s = Some(30);
+        apply_sets(&o, &mut p).unwrap();
+        assert_eq!(p.duration_s, 30);
+    }
+
+    #[test]
+    fn unknown_workload_is_named() {
+        let o = RunOptions::new("mapped-file-stream", PathBuf::from("/bin/true"));
+        let e = run(&o, Arc::new(AtomicBool::new(false))).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("workload `mapped-file-stream`: not yet supported"),
+            "{e}"
+        );
+    }
+}

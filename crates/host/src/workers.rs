@@ -1,0 +1,159 @@
+//! stutterp's own worker programs, run as hidden subcommands of the binary
+//! (`reclaimlab worker mmap-latency …`, `reclaimlab worker memory-hog SIZE`).
+//!
+//! They mirror mmtests' `mmap-latency.c` and `memory-hog.c` (mmtests-method.md
+//! §1.6). The latency worker writes one sample per iteration — the time between
+//! the ends of consecutive iterations minus the sleep, in µs, exactly as the
+//! simulated worker records it — as a `t_s value_us` line, written straight to
+//! the file so a killed worker loses nothing.
+
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use reclaimlab_workload::stutterp::mmap_latency_sample_us;
+
+use crate::error::{HostError, Result};
+use crate::sys;
+
+fn map_anon(bytes: usize) -> Result<*mut u8> {
+    // SAFETY: an anonymous private mapping with no address hint.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(HostError::new(format!(
+            "mmap of {bytes} bytes failed: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    Ok(p.cast())
+}
+
+/// Writes one `u64` per page of `[p, p+bytes)`.
+///
+/// # Safety
+/// `p` must be a writable mapping of at least `bytes` bytes.
+unsafe fn touch(p: *mut u8, bytes: usize, page: usize, value: u64) {
+    let mut off = 0;
+    while off < bytes {
+        std::ptr::write_volatile(p.add(off).cast::<u64>(), value);
+        off += page;
+    }
+}
+
+/// The mmap-latency loop: sleep, map `pages` pages, write 8 bytes to each, unmap,
+/// take the time. Runs until `stop` is set or `duration_s` passes (0 = forever).
+/// Each sample goes to `out` as `t_s value_us`, `t_s` on the record's time base
+/// (CLOCK_MONOTONIC minus `t0_mono_ns`).
+pub fn mmap_latency(
+    out: &Path,
+    pages: u64,
+    sleep_ms: u64,
+    t0_mono_ns: u64,
+    duration_s: u64,
+    stop: Arc<AtomicBool>,
+) -> Result<()> {
+    let mut f = fs::File::create(out).map_err(|e| HostError::io("cannot create", out, e))?;
+    let page = sys::page_size() as usize;
+    let bytes = pages as usize * page;
+    let sleep = libc::timespec {
+        tv_sec: (sleep_ms / 1000) as libc::time_t,
+        tv_nsec: ((sleep_ms % 1000) * 1_000_000) as libc::c_long,
+    };
+    let start = sys::mono_ns();
+    let mut prev = start;
+    let mut i: u64 = 0;
+    while !stop.load(Ordering::Relaxed) {
+        // SAFETY: nanosleep with a valid timespec; EINTR just shortens the sleep.
+        unsafe { libc::nanosleep(&sleep, std::ptr::null_mut()) };
+        let p = map_anon(bytes)?;
+        // SAFETY: p maps `bytes` writable bytes until the munmap below.
+        unsafe {
+            touch(p, bytes, page, i);
+            libc::munmap(p.cast(), bytes);
+        }
+        let now = sys::mono_ns();
+        let us = mmap_latency_sample_us(now - prev, sleep_ms);
+        prev = now;
+        i += 1;
+        let t_s = now.saturating_sub(t0_mono_ns) as f64 / 1e9;
+        writeln!(f, "{t_s:.6} {us:.3}").map_err(|e| HostError::io("cannot write", out, e))?;
+        if duration_s > 0 && now - start >= duration_s * 1_000_000_000 {
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// A flag set by SIGTERM or SIGINT, for a worker loop to stop at the end of an iteration.
+pub fn stop_flag() -> Result<Arc<AtomicBool>> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .map_err(|e| HostError::new(format!("cannot install a signal handler: {e}")))?;
+    }
+    Ok(stop)
+}
+
+/// Parses the latency worker's output into `(t_s, value_us)` samples; torn last
+/// lines (a killed worker) are skipped.
+pub fn parse_latency_file(text: &str) -> Vec<(f64, f64)> {
+    text.lines()
+        .filter_map(|l| {
+            let (t, v) = l.split_once(' ')?;
+            Some((t.parse().ok()?, v.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+/// The memory hog: map `bytes` of anon memory and write one word per page, pass
+/// after pass, forever (or until `stop`); prints each pass's milliseconds.
+pub fn memory_hog(bytes: u64, stop: Arc<AtomicBool>) -> Result<()> {
+    let page = sys::page_size() as usize;
+    let bytes = bytes as usize;
+    let p = map_anon(bytes)?;
+    let mut pass: u64 = 0;
+    let out = std::io::stdout();
+    while !stop.load(Ordering::Relaxed) {
+        let t = sys::mono_ns();
+        // SAFETY: p maps `bytes` writable bytes for the life of the process.
+        unsafe { touch(p, bytes, page, pass) };
+        pass += 1;
+        let _ = writeln!(out.lock(), "{}", (sys::mono_ns() - t) / 1_000_000);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_worker_writes_samples() {
+        let out = std::env::temp_dir().join(format!("rl-mmaplat-{}", std::process::id()));
+        let t0 = sys::mono_ns();
+        // 64 pages, 1 ms sleep, for 1 s.
+        mmap_latency(&out, 64, 1, t0, 1, Arc::new(AtomicBool::new(false))).unwrap();
+        let samples = parse_latency_file(&fs::read_to_string(&out).unwrap());
+        let _ = fs::remove_file(&out);
+        assert!(samples.len() > 50, "{}", samples.len());
+        assert!(samples.windows(2).all(|w| w[0].0 <= w[1].0));
+        assert!(samples.iter().all(|(t, v)| *t >= 0.0 && *v >= 0.0));
+        // Minus the sleep: a 64-page map costs well under 1 s.
+        assert!(samples.iter().all(|(_, v)| *v < 1e6));
+        assert_eq!(
+            parse_latency_file("1.0 2.5\n2.0 3\n3.0"),
+            vec![(1.0, 2.5), (2.0, 3.0)]
+        );
+    }
+}
