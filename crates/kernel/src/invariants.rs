@@ -1,0 +1,161 @@
+//! Conservation and flag invariants, checked by tests and on demand: every
+//! frame is free, on exactly one LRU list, or isolated; gauges match the
+//! frames; page tables, page cache and swap cache point at the right frames.
+
+use crate::mm::anon::{ORPHAN, PTE_NONE, PTE_SWAP};
+use crate::mm::page::{pg, Lru, NO_PFN};
+use crate::mm::swap::{SHADOW, SLOT_EMPTY};
+use crate::mm::NodeStat;
+use crate::Kernel;
+
+impl Kernel {
+    /// Checks every invariant; returns the first violation found.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let total = self.frames.pages.len();
+        let mut seen = vec![0u8; total];
+        let mut free = 0usize;
+        for (nid, node) in self.nodes.iter().enumerate() {
+            for &pfn in &node.free {
+                let p = self.frames.get(pfn);
+                if p.flags != pg::BUDDY {
+                    return Err(format!("free pfn {pfn} has flags {:#x}", p.flags));
+                }
+                if p.nid as usize != nid {
+                    return Err(format!(
+                        "free pfn {pfn} on node {nid}'s list belongs to node {}",
+                        p.nid
+                    ));
+                }
+                seen[pfn as usize] += 1;
+                free += 1;
+            }
+            for (m, lv) in node.lruvecs.iter().enumerate() {
+                for (li, list) in lv.lists.iter().enumerate() {
+                    let mut n = 0u64;
+                    let mut cur = list.head;
+                    let mut prev = NO_PFN;
+                    while cur != NO_PFN {
+                        let p = self.frames.get(cur);
+                        if p.prev != prev {
+                            return Err(format!("pfn {cur}: broken prev link"));
+                        }
+                        if !p.test(pg::LRU) || p.test(pg::ISOLATED | pg::BUDDY) {
+                            return Err(format!("pfn {cur} on list {li} has flags {:#x}", p.flags));
+                        }
+                        if Lru::of(p.flags) as usize != li
+                            || p.memcg as usize != m
+                            || p.nid as usize != nid
+                        {
+                            return Err(format!(
+                                "pfn {cur} (flags {:#x}) on the wrong list {li}",
+                                p.flags
+                            ));
+                        }
+                        seen[cur as usize] += 1;
+                        n += 1;
+                        prev = cur;
+                        cur = p.next;
+                    }
+                    if list.tail != prev || list.len != n {
+                        return Err(format!(
+                            "node {nid} list {li}: len {} but {n} linked",
+                            list.len
+                        ));
+                    }
+                }
+            }
+        }
+        let (mut iso, mut wb, mut dirty, mut swc) = ([0i64; 2], 0i64, 0i64, 0i64);
+        for (pfn, p) in self.frames.pages.iter().enumerate() {
+            if p.test(pg::ISOLATED) {
+                if p.test(pg::LRU | pg::BUDDY) {
+                    return Err(format!("isolated pfn {pfn} has flags {:#x}", p.flags));
+                }
+                seen[pfn] += 1;
+                iso[usize::from(p.test(pg::FILE))] += 1;
+            }
+            if seen[pfn] != 1 {
+                return Err(format!(
+                    "pfn {pfn} (flags {:#x}) is in {} places (free, LRU, isolated)",
+                    p.flags, seen[pfn]
+                ));
+            }
+            if p.test(pg::BUDDY) {
+                continue;
+            }
+            if p.test(pg::WRITEBACK) {
+                wb += 1;
+            }
+            if p.test(pg::FILE) && p.test(pg::DIRTY) {
+                dirty += 1;
+            }
+            if p.test(pg::FILE) && p.test(pg::SWAPBACKED) {
+                return Err(format!("pfn {pfn} is both file and swap-backed"));
+            }
+            if p.test(pg::SWAPCACHE) {
+                swc += 1;
+                if self.swap.cache[p.swap as usize] != pfn as u32 {
+                    return Err(format!(
+                        "pfn {pfn} in swap cache slot {} which points elsewhere",
+                        p.swap
+                    ));
+                }
+            }
+            if p.test(pg::FILE)
+                && self.files[p.owner as usize].cache[p.index as usize] != pfn as u32
+            {
+                return Err(format!("file pfn {pfn} not in its page cache slot"));
+            }
+            if !p.test(pg::FILE) && p.owner != ORPHAN && !p.test(pg::SWAPCACHE) {
+                let m = &self.anon[p.owner as usize];
+                if !m.alive || m.pte[p.index as usize] != pfn as u32 {
+                    return Err(format!(
+                        "anon pfn {pfn} not mapped by its owner and not in swap cache"
+                    ));
+                }
+            }
+        }
+        let sum = |s: NodeStat| self.nodes.iter().map(|n| n.state(s)).sum::<i64>();
+        let checks = [
+            ("nr_isolated_anon", sum(NodeStat::NrIsolatedAnon), iso[0]),
+            ("nr_isolated_file", sum(NodeStat::NrIsolatedFile), iso[1]),
+            ("nr_writeback", sum(NodeStat::NrWriteback), wb),
+            ("nr_dirty", sum(NodeStat::NrFileDirty), dirty),
+            ("nr_swapcache", sum(NodeStat::NrSwapcache), swc),
+        ];
+        for (name, gauge, counted) in checks {
+            if gauge != counted {
+                return Err(format!(
+                    "{name} is {gauge} but {counted} pages have the flag"
+                ));
+            }
+        }
+        for (id, m) in self.anon.iter().enumerate() {
+            if !m.alive {
+                continue;
+            }
+            for (i, &e) in m.pte.iter().enumerate() {
+                if e == PTE_NONE {
+                    continue;
+                }
+                if e & PTE_SWAP != 0 {
+                    let slot = e & !PTE_SWAP;
+                    let c = self.swap.cache[slot as usize];
+                    if c != SLOT_EMPTY && c & SHADOW == 0 && self.frames.get(c).swap != slot {
+                        return Err(format!("mapping {id} index {i}: swap slot {slot} caches a page of another slot"));
+                    }
+                } else {
+                    let p = self.frames.get(e);
+                    if p.owner != id as u32 || p.index as usize != i || p.test(pg::BUDDY) {
+                        return Err(format!(
+                            "mapping {id} index {i} maps pfn {e} owned by {} index {}",
+                            p.owner, p.index
+                        ));
+                    }
+                }
+            }
+        }
+        let _ = free;
+        Ok(())
+    }
+}

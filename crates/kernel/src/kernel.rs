@@ -1,0 +1,276 @@
+//! The simulated kernel's state: one struct holding every node, task, device
+//! and counter, borrowed by whichever task runs.
+
+use crate::block::BlockDev;
+use crate::engine::{Exec, TaskId, TaskSched, WaitQueue, PID_BASE};
+use crate::machine::Machine;
+use crate::mm::anon::AnonMapping;
+use crate::mm::filemap::File;
+use crate::mm::page::Frames;
+use crate::mm::swap::SwapInfo;
+use crate::mm::{zone_watermarks, Lruvec, Pgdat};
+use crate::params::Params;
+use crate::profile::KernelProfile;
+use crate::sched::Cpus;
+use crate::trace::TraceConfig;
+use crate::vmstat::NR_EVS;
+use crate::writeback::Bdi;
+
+/// Kind of task.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskKind {
+    /// A user process (worker).
+    User,
+    /// kswapd for a node.
+    Kswapd(u32),
+    /// Another kernel thread (flusher, device completion): `PF_KTHREAD`,
+    /// exempt from reclaim throttling.
+    Kthread,
+}
+
+/// One task (`task_struct`, the parts reclaim cares about).
+#[derive(Debug)]
+pub struct Task {
+    /// pid.
+    pub pid: u32,
+    /// `comm`.
+    pub comm: String,
+    /// Kind.
+    pub kind: TaskKind,
+    /// Node it allocates from first.
+    pub nid: u32,
+    /// CPU it last ran on (for trace lines).
+    pub cpu: u32,
+    /// User CPU time, ns.
+    pub user_ns: u64,
+    /// System CPU time, ns.
+    pub sys_ns: u64,
+    /// Time spent runnable but waiting for a CPU, ns.
+    pub runq_ns: u64,
+    /// Anonymous mappings it owns.
+    pub mappings: Vec<u32>,
+    /// `fatal_signal_pending()` after an OOM kill.
+    pub killed: bool,
+    /// `tsk_is_oom_victim()`.
+    pub oom_victim: bool,
+    /// Exited (future dropped, memory freed).
+    pub exited: bool,
+    /// `current->nr_dirtied`, pages dirtied since the last `balance_dirty_pages`.
+    pub nr_dirtied: u64,
+    /// `current->nr_dirtied_pause`.
+    pub nr_dirtied_pause: u64,
+    /// CPU work done but not yet paid for (see `crate::sched`).
+    pub cpu_debt_user: u64,
+    /// As `cpu_debt_user`, system time.
+    pub cpu_debt_sys: u64,
+}
+
+impl Task {
+    /// `current_is_kswapd()`.
+    pub fn is_kswapd(&self) -> bool {
+        matches!(self.kind, TaskKind::Kswapd(_))
+    }
+}
+
+/// The simulated kernel.
+#[derive(Debug)]
+pub struct Kernel {
+    /// Executor state (time, timers, ready queue).
+    pub exec: Exec,
+    /// Tunables.
+    pub params: Params,
+    /// Throttling generation.
+    pub profile: &'static KernelProfile,
+    /// The machine.
+    pub machine: Machine,
+    /// Page frames.
+    pub frames: Frames,
+    /// Nodes.
+    pub nodes: Vec<Pgdat>,
+    /// Tasks by [`TaskId`].
+    pub tasks: Vec<Task>,
+    /// CPUs and the run queue.
+    pub cpus: Cpus,
+    /// Anonymous mappings by id.
+    pub anon: Vec<AnonMapping>,
+    /// Files by id.
+    pub files: Vec<File>,
+    /// Swap.
+    pub swap: SwapInfo,
+    /// Block devices.
+    pub devs: Vec<BlockDev>,
+    /// Per-device writeback state (`backing_dev_info` + its `bdi_writeback`).
+    pub bdis: Vec<Bdi>,
+    /// `/proc/vmstat` event counters.
+    pub events: [u64; NR_EVS],
+    /// `congestion_wqh[BLK_RW_ASYNC, BLK_RW_SYNC]` (mm/backing-dev.c ≤5.17).
+    pub congestion_wqh: [WaitQueue; 2],
+    /// `nr_wb_congested[]`.
+    pub nr_wb_congested: [u32; 2],
+    /// Tracing configuration.
+    pub trace_cfg: TraceConfig,
+    /// Trace text not yet drained.
+    pub trace_buf: String,
+    /// Trace lines emitted so far.
+    pub trace_lines: u64,
+    /// `oom_lock` holder.
+    pub oom_lock: bool,
+    /// Deterministic random state (xorshift64*).
+    pub rng: u64,
+    /// Sampled statistics of stall-relevant waits, for run summaries.
+    pub stats: crate::SimStats,
+}
+
+impl Kernel {
+    /// Boots a kernel on `machine` with `profile` and `params`: frames, nodes
+    /// with watermarks, devices, swap. No tasks yet (see [`crate::boot`]).
+    pub fn new(
+        machine: Machine,
+        profile: &'static KernelProfile,
+        params: Params,
+        seed: u64,
+    ) -> Kernel {
+        let nr_pages = machine.pages() as usize;
+        let nr_nodes = machine.nodes as usize;
+        let per_node = nr_pages / nr_nodes;
+        let frames = Frames::new(nr_pages, |pfn| ((pfn / per_node).min(nr_nodes - 1)) as u16);
+        let mut nodes = Vec::with_capacity(nr_nodes);
+        for nid in 0..nr_nodes {
+            let start = nid * per_node;
+            let end = if nid + 1 == nr_nodes {
+                nr_pages
+            } else {
+                start + per_node
+            };
+            let mut free: Vec<u32> = (start as u32..end as u32).collect();
+            // Allocate from low pfns first: pop() takes from the end.
+            free.reverse();
+            let managed = (end - start) as u64;
+            let wmark = zone_watermarks(
+                params.min_free_kbytes,
+                params.watermark_scale_factor,
+                managed,
+                nr_pages as u64,
+            );
+            nodes.push(Pgdat {
+                nid: nid as u32,
+                free,
+                managed,
+                wmark,
+                lruvecs: vec![Lruvec::default()],
+                ..Default::default()
+            });
+        }
+        let devs: Vec<BlockDev> = machine
+            .devices
+            .iter()
+            .map(|d| BlockDev::new(d, &params))
+            .collect();
+        let bdis = (0..devs.len()).map(|_| Bdi::default()).collect();
+        let swap = SwapInfo::new(machine.swap_mib * 256, machine.swap_dev());
+        Kernel {
+            exec: Exec::default(),
+            profile,
+            machine,
+            frames,
+            nodes,
+            tasks: Vec::new(),
+            cpus: Cpus::default(),
+            anon: Vec::new(),
+            files: Vec::new(),
+            swap,
+            devs,
+            bdis,
+            events: [0; NR_EVS],
+            congestion_wqh: Default::default(),
+            nr_wb_congested: [0; 2],
+            trace_cfg: TraceConfig::default(),
+            trace_buf: String::new(),
+            trace_lines: 0,
+            oom_lock: false,
+            rng: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+            stats: crate::SimStats::default(),
+            params,
+        }
+        .with_cpus()
+    }
+
+    fn with_cpus(mut self) -> Self {
+        self.cpus = Cpus::new(self.machine.cpus as usize);
+        self
+    }
+
+    /// Creates a task (not yet running: pass the id to `World::spawn`).
+    pub fn new_task(&mut self, comm: &str, kind: TaskKind, nid: u32) -> TaskId {
+        let t = self.tasks.len() as TaskId;
+        self.tasks.push(Task {
+            pid: PID_BASE + t,
+            comm: comm.to_string(),
+            kind,
+            nid,
+            cpu: t % self.machine.cpus,
+            user_ns: 0,
+            sys_ns: 0,
+            runq_ns: 0,
+            mappings: Vec::new(),
+            killed: false,
+            oom_victim: false,
+            exited: false,
+            nr_dirtied: 0,
+            nr_dirtied_pause: 32,
+            cpu_debt_user: 0,
+            cpu_debt_sys: 0,
+        });
+        self.exec.sched.push(TaskSched::default());
+        t
+    }
+
+    /// The running task.
+    #[inline]
+    pub fn current(&self) -> &Task {
+        &self.tasks[self.exec.current() as usize]
+    }
+
+    /// The running task, mutably.
+    #[inline]
+    pub fn current_mut(&mut self) -> &mut Task {
+        let t = self.exec.current() as usize;
+        &mut self.tasks[t]
+    }
+
+    /// `current_is_kswapd()`
+    #[inline]
+    pub fn current_is_kswapd(&self) -> bool {
+        self.current().is_kswapd()
+    }
+
+    /// Called by the executor when task `t`'s future finished: frees its
+    /// memory (`exit_mmap`) and drops it from every queue.
+    pub fn task_exited(&mut self, t: TaskId) {
+        if self.tasks[t as usize].exited {
+            return;
+        }
+        let maps = std::mem::take(&mut self.tasks[t as usize].mappings);
+        for m in maps {
+            self.munmap(m);
+        }
+        self.tasks[t as usize].exited = true;
+        self.exec.sched[t as usize].exited = true;
+        self.cpus.forget(t);
+    }
+
+    /// A deterministic pseudo-random number (xorshift64*).
+    pub fn random(&mut self) -> u64 {
+        let mut x = self.rng;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Total pages of the machine.
+    pub fn total_pages(&self) -> u64 {
+        self.frames.pages.len() as u64
+    }
+}

@@ -1,0 +1,298 @@
+//! Machine profiles: CPUs, memory, nodes, block devices, swap.
+//!
+//! Three are built in (`reclaimlab list machines`); any other comes from a TOML
+//! file with the same fields. Errors name the file, the line and what is
+//! accepted.
+
+use serde::{Deserialize, Serialize};
+
+/// Request layer of a block device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Layer {
+    /// blk-mq: never marks a bdi congested (Linux 5.0+ for every local disk).
+    BlkMq,
+    /// The old single-queue request layer (≤4.20): `nr_requests`, congestion
+    /// on/off thresholds, `set/clear_bdi_congested`.
+    SingleQueue,
+}
+
+impl Layer {
+    /// Name as written in machine files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Layer::BlkMq => "blk-mq",
+            Layer::SingleQueue => "single-queue",
+        }
+    }
+}
+
+/// One block device.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceSpec {
+    /// Name (`sda`, `nvme0n1`).
+    pub name: String,
+    /// Request layer.
+    #[serde(default = "default_layer")]
+    pub layer: Layer,
+    /// Sequential write bandwidth, MB/s (10^6 bytes).
+    pub write_mb_s: f64,
+    /// Sequential read bandwidth, MB/s.
+    pub read_mb_s: f64,
+    /// Per-request latency added to transfer time, µs.
+    pub latency_us: f64,
+    /// Extra service time when a request does not continue the previous one, µs
+    /// (the random-I/O penalty: ~0 for flash, milliseconds for a disk).
+    #[serde(default)]
+    pub seek_us: f64,
+    /// Requests in flight the device serves at once (transfer is shared).
+    #[serde(default = "default_qd")]
+    pub queue_depth: u32,
+}
+
+fn default_layer() -> Layer {
+    Layer::BlkMq
+}
+fn default_qd() -> u32 {
+    32
+}
+
+/// A machine.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Machine {
+    /// Name.
+    pub name: String,
+    /// One line for `list machines`.
+    #[serde(default)]
+    pub description: String,
+    /// Logical CPUs.
+    pub cpus: u32,
+    /// NUMA nodes; memory is split evenly.
+    #[serde(default = "one")]
+    pub nodes: u32,
+    /// Memory, MiB.
+    pub memory_mib: u64,
+    /// Swap size, MiB (0: no swap).
+    #[serde(default)]
+    pub swap_mib: u64,
+    /// Devices; the first holds the data files unless `data_device` says otherwise.
+    pub devices: Vec<DeviceSpec>,
+    /// Device holding the workload's files.
+    #[serde(default)]
+    pub data_device: Option<String>,
+    /// Device holding swap.
+    #[serde(default)]
+    pub swap_device: Option<String>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+/// Error loading or checking a machine.
+#[derive(Debug, thiserror::Error)]
+pub enum MachineError {
+    /// Not a known name and not a readable file.
+    #[error("machine `{0}` is neither a built-in machine ({1}) nor a readable TOML file")]
+    Unknown(String, String),
+    /// TOML syntax or field errors.
+    #[error("{file}: {msg}")]
+    Parse {
+        /// File.
+        file: String,
+        /// Parser message (with line and column).
+        msg: String,
+    },
+    /// A value that cannot describe a real machine.
+    #[error("machine `{name}`: {what}")]
+    Impossible {
+        /// Machine.
+        name: String,
+        /// What is wrong and what is accepted.
+        what: String,
+    },
+}
+
+fn dev(name: &str, w: f64, r: f64, lat: f64, seek: f64, qd: u32) -> DeviceSpec {
+    DeviceSpec {
+        name: name.into(),
+        layer: Layer::BlkMq,
+        write_mb_s: w,
+        read_mb_s: r,
+        latency_us: lat,
+        seek_us: seek,
+        queue_depth: qd,
+    }
+}
+
+/// The built-in machines.
+pub fn builtin_machines() -> Vec<Machine> {
+    vec![
+        Machine {
+            name: "small".into(),
+            description: "2 CPUs, 512 MiB, 512 MiB swap, one SATA SSD: for tests and quick looks".into(),
+            cpus: 2,
+            nodes: 1,
+            memory_mib: 512,
+            swap_mib: 512,
+            devices: vec![dev("sda", 450.0, 500.0, 80.0, 20.0, 32)],
+            data_device: None,
+            swap_device: None,
+        },
+        Machine {
+            name: "laptop".into(),
+            description: "8 CPUs, 16 GiB, 8 GiB swap, one NVMe SSD".into(),
+            cpus: 8,
+            nodes: 1,
+            memory_mib: 16 * 1024,
+            swap_mib: 8 * 1024,
+            devices: vec![dev("nvme0n1", 1800.0, 3000.0, 20.0, 5.0, 64)],
+            data_device: None,
+            swap_device: None,
+        },
+        Machine {
+            name: "testbox-2021".into(),
+            description: "shaped like the 2021 series' test machines: 32 CPUs, 2 nodes, 64 GiB, one SATA SSD holding data and swap".into(),
+            cpus: 32,
+            nodes: 2,
+            memory_mib: 64 * 1024,
+            swap_mib: 32 * 1024,
+            devices: vec![dev("sda", 500.0, 530.0, 80.0, 20.0, 32)],
+            data_device: None,
+            swap_device: None,
+        },
+    ]
+}
+
+impl Machine {
+    /// A built-in machine by name, or a TOML file.
+    pub fn load(name_or_file: &str) -> Result<Machine, MachineError> {
+        if let Some(m) = builtin_machines()
+            .into_iter()
+            .find(|m| m.name == name_or_file)
+        {
+            return Ok(m);
+        }
+        let text = std::fs::read_to_string(name_or_file).map_err(|_| {
+            let names: Vec<String> = builtin_machines().into_iter().map(|m| m.name).collect();
+            MachineError::Unknown(name_or_file.into(), names.join(", "))
+        })?;
+        Machine::from_toml(&text, name_or_file)
+    }
+
+    /// Parses and checks a machine file.
+    pub fn from_toml(text: &str, file: &str) -> Result<Machine, MachineError> {
+        let m: Machine = toml::from_str(text).map_err(|e| MachineError::Parse {
+            file: file.into(),
+            msg: e.to_string(),
+        })?;
+        m.check()?;
+        Ok(m)
+    }
+
+    /// Rejects machines that cannot exist or cannot be simulated.
+    pub fn check(&self) -> Result<(), MachineError> {
+        let bad = |what: String| {
+            Err(MachineError::Impossible {
+                name: self.name.clone(),
+                what,
+            })
+        };
+        if self.cpus == 0 || self.cpus > 4096 {
+            return bad(format!("cpus = {} (accepted: 1..=4096)", self.cpus));
+        }
+        if self.nodes == 0 || self.nodes > 64 || self.nodes > self.cpus {
+            return bad(format!(
+                "nodes = {} (accepted: 1..=64 and no more than cpus)",
+                self.nodes
+            ));
+        }
+        if self.memory_mib < 64 || self.memory_mib > 4 * 1024 * 1024 {
+            return bad(format!(
+                "memory_mib = {} (accepted: 64..=4194304)",
+                self.memory_mib
+            ));
+        }
+        if self.memory_mib / u64::from(self.nodes) < 32 {
+            return bad("less than 32 MiB per node".into());
+        }
+        if self.devices.is_empty() {
+            return bad(
+                "no devices (at least one [[devices]] entry is needed for files and swap)".into(),
+            );
+        }
+        for d in &self.devices {
+            if !(d.write_mb_s > 0.0
+                && d.read_mb_s > 0.0
+                && d.write_mb_s.is_finite()
+                && d.read_mb_s.is_finite())
+            {
+                return bad(format!(
+                    "device `{}`: write_mb_s and read_mb_s must be positive",
+                    d.name
+                ));
+            }
+            if !(d.latency_us >= 0.0 && d.seek_us >= 0.0) || d.queue_depth == 0 {
+                return bad(format!(
+                    "device `{}`: latency_us, seek_us must be >= 0 and queue_depth >= 1",
+                    d.name
+                ));
+            }
+        }
+        for (what, name) in [
+            ("data_device", &self.data_device),
+            ("swap_device", &self.swap_device),
+        ] {
+            if let Some(n) = name {
+                if !self.devices.iter().any(|d| &d.name == n) {
+                    return bad(format!("{what} = `{n}` is not one of the devices"));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Index of the device holding data files.
+    pub fn data_dev(&self) -> usize {
+        self.dev_index(&self.data_device)
+    }
+    /// Index of the device holding swap.
+    pub fn swap_dev(&self) -> usize {
+        self.dev_index(&self.swap_device)
+    }
+    fn dev_index(&self, name: &Option<String>) -> usize {
+        name.as_ref()
+            .and_then(|n| self.devices.iter().position(|d| &d.name == n))
+            .unwrap_or(0)
+    }
+    /// Memory in 4 KiB pages.
+    pub fn pages(&self) -> u64 {
+        self.memory_mib * 256
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_are_valid() {
+        for m in builtin_machines() {
+            m.check().unwrap();
+        }
+    }
+
+    #[test]
+    fn toml_errors_name_the_line() {
+        let e = Machine::from_toml("name = \"x\"\ncpus = \"two\"\n", "m.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("m.toml") && e.contains("line 2"), "{e}");
+        let e = Machine::from_toml("name='x'\ncpus=0\nmemory_mib=100\ndevices=[]\n", "m.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("cpus = 0"), "{e}");
+    }
+}

@@ -1,0 +1,320 @@
+//! The page allocator: `get_page_from_freelist` at the low watermark,
+//! `__alloc_pages_slowpath` with kswapd wake-ups, direct reclaim,
+//! `should_reclaim_retry` and the OOM killer.
+//!
+//! Follows mm/page_alloc.c (5.15 and 6.1, identical in what is modelled here
+//! except the 5.15 `congestion_wait` in `should_reclaim_retry`, which the
+//! profile's `reclaim_retry` site decides) and mm/oom_kill.c. Order 0 only, so
+//! compaction, highatomic reserves and costly-order rules never apply.
+
+use super::page::{pg, Pfn};
+use super::{NodeStat, WMARK_HIGH, WMARK_LOW, WMARK_MIN};
+use crate::engine::World;
+use crate::kernel::TaskKind;
+use crate::mm::page::Lru;
+use crate::sched::pay_cpu;
+use crate::vmstat::Ev;
+use crate::Kernel;
+
+/// GFP flags that matter to reclaim.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Gfp {
+    /// `__GFP_DIRECT_RECLAIM`
+    pub direct_reclaim: bool,
+    /// `__GFP_IO`
+    pub io: bool,
+    /// `__GFP_FS`
+    pub fs: bool,
+    /// `__GFP_WRITE` (page-cache pages about to be dirtied)
+    pub write: bool,
+}
+
+impl Gfp {
+    /// `GFP_HIGHUSER_MOVABLE`: user pages.
+    pub const HIGHUSER_MOVABLE: Gfp = Gfp {
+        direct_reclaim: true,
+        io: true,
+        fs: true,
+        write: false,
+    };
+    /// `GFP_HIGHUSER_MOVABLE | __GFP_WRITE`: page cache for `write()`.
+    pub const HIGHUSER_MOVABLE_WRITE: Gfp = Gfp {
+        direct_reclaim: true,
+        io: true,
+        fs: true,
+        write: true,
+    };
+}
+
+impl Kernel {
+    /// `get_page_from_freelist`: the first node in the zonelist (the task's
+    /// node first) whose free pages are above `mark` (or any free page if
+    /// `mark` is `None`, `ALLOC_NO_WATERMARKS`).
+    pub fn get_page_from_freelist(&mut self, mark: Option<usize>) -> Option<Pfn> {
+        let first = self.current().nid as usize;
+        let n = self.nodes.len();
+        for i in 0..n {
+            let nid = (first + i) % n;
+            let node = &mut self.nodes[nid];
+            let ok = match mark {
+                Some(m) => node.watermark_ok(m),
+                None => node.nr_free() > 0,
+            };
+            if ok {
+                let pfn = node.free.pop().expect("free list not empty");
+                let p = self.frames.get_mut(pfn);
+                debug_assert!(p.test(pg::BUDDY));
+                p.flags = 0;
+                self.count(Ev::PgallocNormal, 1);
+                return Some(pfn);
+            }
+        }
+        None
+    }
+
+    /// `wakeup_kswapd` for every node (`wake_all_kswapds`).
+    pub fn wake_all_kswapds(&mut self) {
+        for nid in 0..self.nodes.len() {
+            self.wakeup_kswapd(nid);
+        }
+    }
+
+    /// `wakeup_kswapd`: wakes the node's kswapd unless it is already running;
+    /// a node that kswapd failed to balance `MAX_RECLAIM_RETRIES` times, or
+    /// that is balanced, is left alone.
+    pub fn wakeup_kswapd(&mut self, nid: usize) {
+        let node = &self.nodes[nid];
+        if node.kswapd_running || !node.kswapd_wait.active() {
+            return;
+        }
+        if node.kswapd_failures >= self.params.max_reclaim_retries || node.watermark_ok(WMARK_HIGH)
+        {
+            return;
+        }
+        crate::trace!(
+            self,
+            "mm_vmscan_wakeup_kswapd",
+            "nid={} order=0 gfp_flags=GFP_HIGHUSER_MOVABLE",
+            nid
+        );
+        let mut wq = std::mem::take(&mut self.nodes[nid].kswapd_wait);
+        self.exec.wake_up_all(&mut wq);
+        self.nodes[nid].kswapd_wait = wq;
+    }
+
+    /// `zone_reclaimable_pages`: file LRU pages, plus anon if swap space is left.
+    pub fn zone_reclaimable_pages(&self, nid: usize) -> u64 {
+        let n = &self.nodes[nid];
+        let mut r = n.lru_pages(Lru::InactiveFile) + n.lru_pages(Lru::ActiveFile);
+        if self.can_reclaim_anon() {
+            r += n.lru_pages(Lru::InactiveAnon) + n.lru_pages(Lru::ActiveAnon);
+        }
+        r
+    }
+
+    /// `NR_ZONE_WRITE_PENDING`: dirty + writeback pages.
+    pub fn write_pending(&self, nid: usize) -> u64 {
+        let n = &self.nodes[nid];
+        (n.state(NodeStat::NrFileDirty) + n.state(NodeStat::NrWriteback)).max(0) as u64
+    }
+
+    /// `oom_badness`: resident + swapped pages of a user task.
+    fn oom_badness(&self, t: usize) -> u64 {
+        let task = &self.tasks[t];
+        task.mappings
+            .iter()
+            .map(|&m| self.anon[m as usize].resident + self.anon[m as usize].swapents)
+            .sum::<u64>()
+            + 1
+    }
+
+    /// `out_of_memory` → `select_bad_process` → `oom_kill_process`. Returns
+    /// true if a victim was killed or one is still exiting (progress).
+    pub fn out_of_memory(&mut self) -> bool {
+        let mut best: Option<(u64, usize)> = None;
+        for (i, t) in self.tasks.iter().enumerate() {
+            if t.exited || t.kind != TaskKind::User {
+                continue;
+            }
+            if t.oom_victim {
+                // oom_evaluate_task: a victim is still exiting: abort, let it.
+                return true;
+            }
+            let b = self.oom_badness(i);
+            if best.is_none_or(|(bb, _)| b > bb) {
+                best = Some((b, i));
+            }
+        }
+        let Some((_, victim)) = best else {
+            return false;
+        };
+        let v = &mut self.tasks[victim];
+        v.killed = true;
+        v.oom_victim = true;
+        self.count(Ev::OomKill, 1);
+        let (pid, comm) = (self.tasks[victim].pid, self.tasks[victim].comm.clone());
+        let pages = self.oom_badness(victim);
+        crate::trace!(
+            self,
+            "mark_victim",
+            "pid={} comm={} total_vm={} anon_rss={}kB",
+            pid,
+            comm,
+            pages,
+            pages * 4
+        );
+        // Wake the victim if it sleeps killable somewhere (it checks at its
+        // next return to user space).
+        true
+    }
+}
+
+/// Outcome of `__alloc_pages_may_oom`.
+enum MayOom {
+    /// The last try at the high watermark found a page.
+    Page(Pfn),
+    /// A victim was killed or is still exiting: retry.
+    Retry,
+    /// Nothing to kill (or the lock is held): wait a jiffy and retry.
+    Wait,
+}
+
+impl Kernel {
+    /// `__alloc_pages_may_oom`: one last try at the high watermark, then the
+    /// OOM killer under `oom_lock`.
+    fn alloc_pages_may_oom(&mut self) -> MayOom {
+        if let Some(p) = self.get_page_from_freelist(Some(WMARK_HIGH)) {
+            return MayOom::Page(p);
+        }
+        if self.oom_lock {
+            return MayOom::Wait;
+        }
+        self.oom_lock = true;
+        let progress = self.out_of_memory();
+        self.oom_lock = false;
+        if progress {
+            MayOom::Retry
+        } else {
+            MayOom::Wait
+        }
+    }
+}
+
+fn may_oom(w: &World) -> MayOom {
+    w.k().alloc_pages_may_oom()
+}
+
+/// `__alloc_pages` for one order-0 page. Returns `None` if the calling task
+/// was OOM-killed meanwhile (fatal signal pending): the caller must unwind.
+pub async fn alloc_page(w: &World, gfp: Gfp) -> Option<Pfn> {
+    {
+        let mut k = w.k();
+        if let Some(p) = k.get_page_from_freelist(Some(WMARK_LOW)) {
+            return Some(p);
+        }
+    }
+    alloc_pages_slowpath(w, gfp).await
+}
+
+/// `__alloc_pages_slowpath` (order 0).
+async fn alloc_pages_slowpath(w: &World, gfp: Gfp) -> Option<Pfn> {
+    let mut no_progress_loops: u64 = 0;
+    loop {
+        {
+            let mut k = w.k();
+            k.wake_all_kswapds();
+            // kswapd and OOM victims may use the reserves (ALLOC_NO_WATERMARKS,
+            // ALLOC_OOM).
+            let (is_kswapd, victim) = (k.current_is_kswapd(), k.current().oom_victim);
+            let mark = if is_kswapd || victim {
+                None
+            } else {
+                Some(WMARK_MIN)
+            };
+            if let Some(p) = k.get_page_from_freelist(mark) {
+                return Some(p);
+            }
+            if k.current().killed && !victim {
+                return None;
+            }
+            if !gfp.direct_reclaim || is_kswapd {
+                // GFP_NOWAIT or PF_MEMALLOC: nopage. Our kernel threads only
+                // allocate with reclaim; treat as a failed allocation.
+                return None;
+            }
+        }
+        let progress = crate::vmscan::try_to_free_pages(w, gfp).await;
+        {
+            let mut k = w.k();
+            if let Some(p) = k.get_page_from_freelist(Some(WMARK_MIN)) {
+                return Some(p);
+            }
+            if k.current().killed {
+                return None;
+            }
+        }
+        // should_reclaim_retry()
+        match should_reclaim_retry(w, progress > 0, &mut no_progress_loops).await {
+            true => {}
+            false => match may_oom(w) {
+                MayOom::Page(p) => return Some(p),
+                MayOom::Retry => {
+                    no_progress_loops = 0;
+                    if w.k().current().killed {
+                        // The victim may allocate from reserves to exit.
+                        continue;
+                    }
+                    // Time for the victim to exit (schedule_timeout_killable(1)).
+                    let t = w.k().exec.now() + w.k().params.tick_ns();
+                    w.sleep_until(t).await;
+                }
+                MayOom::Wait => {
+                    let t = w.k().exec.now() + w.k().params.tick_ns();
+                    w.sleep_until(t).await;
+                }
+            },
+        }
+        pay_cpu(w).await;
+    }
+}
+
+/// `should_reclaim_retry` (mm/page_alloc.c, 5.15 with its `congestion_wait`,
+/// which later profiles drop): retry while some node could meet its min
+/// watermark if all its reclaimable pages were reclaimed, for up to
+/// `MAX_RECLAIM_RETRIES` passes without progress.
+async fn should_reclaim_retry(
+    w: &World,
+    did_some_progress: bool,
+    no_progress_loops: &mut u64,
+) -> bool {
+    let (retry, sleep) = {
+        let k = w.k();
+        if did_some_progress {
+            *no_progress_loops = 0;
+        } else {
+            *no_progress_loops += 1;
+        }
+        if *no_progress_loops > k.params.max_reclaim_retries {
+            return false;
+        }
+        let mut retry = false;
+        let mut sleep = false;
+        for nid in 0..k.nodes.len() {
+            let reclaimable = k.zone_reclaimable_pages(nid);
+            let available = reclaimable + k.nodes[nid].nr_free();
+            if available > k.nodes[nid].wmark[WMARK_MIN] {
+                retry = true;
+                if !did_some_progress && 2 * k.write_pending(nid) > reclaimable {
+                    sleep = true;
+                }
+                break;
+            }
+        }
+        (retry, sleep)
+    };
+    if retry && sleep {
+        let site = w.k().profile.reclaim_retry;
+        crate::throttle::throttle_at(w, site, 0).await;
+    }
+    retry
+}

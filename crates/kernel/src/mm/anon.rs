@@ -1,0 +1,354 @@
+//! Anonymous memory: mappings with page tables and accessed ("young") bits,
+//! minor and major (swap-in) faults, `munmap`.
+//!
+//! A page-table entry is a `u32`: a pfn, a swap slot tagged with
+//! [`PTE_SWAP`], or [`PTE_NONE`]. Young bits live in a bitmap beside the
+//! table so a worker's pass over resident memory sets them 64 pages at a time
+//! (DESIGN.md: resident accesses cost CPU, not events).
+//!
+//! Fault paths follow `do_anonymous_page` and `do_swap_page` (mm/memory.c,
+//! 5.15): new anon pages go to the inactive anon list
+//! (`lru_cache_add_inactive_or_unevictable`, since 5.9); a write fault on a
+//! swapped-in page reuses it, dropping it from the swap cache and dirtying it
+//! (`reuse_swap_page`, 5.15). Simplifications: one vma per mapping, no
+//! sharing/fork, no THP, the pte dirty bit is not tracked: a mapping that was
+//! ever written counts as dirty when `try_to_unmap` unmaps it.
+
+use super::alloc::{alloc_page, Gfp};
+use super::page::{pg, Pfn};
+use super::swap::{SHADOW, SLOT_EMPTY};
+use super::NodeStat;
+use crate::block::{submit_bio, ReqKind};
+use crate::engine::{TaskId, World};
+use crate::sched::maybe_pay_cpu;
+use crate::vmstat::Ev;
+use crate::Kernel;
+
+/// Empty pte.
+pub const PTE_NONE: u32 = u32::MAX;
+/// Swap-entry tag.
+pub const PTE_SWAP: u32 = 1 << 31;
+/// `page.owner` of a page whose mapping is gone while reclaim or writeback holds it.
+pub const ORPHAN: u32 = u32::MAX;
+
+/// An anonymous mapping (one `vm_area_struct` with its page table).
+#[derive(Debug)]
+pub struct AnonMapping {
+    /// Owning task.
+    pub owner: TaskId,
+    /// Page-table entries.
+    pub pte: Vec<u32>,
+    /// Accessed bits.
+    pub young: Vec<u64>,
+    /// Resident pages (`MM_ANONPAGES`).
+    pub resident: u64,
+    /// Swap entries (`MM_SWAPENTS`).
+    pub swapents: u64,
+    /// Written at least once (stands in for pte dirty bits).
+    pub written: bool,
+    /// Still mapped.
+    pub alive: bool,
+}
+
+/// Result of a user access that may fail.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Access {
+    /// Done.
+    Ok,
+    /// The task was OOM-killed (fatal signal): it must exit.
+    Killed,
+}
+
+impl Kernel {
+    /// `mmap(MAP_ANONYMOUS|MAP_PRIVATE)` of `pages` pages for the current task.
+    pub fn mmap_anon(&mut self, pages: u32) -> u32 {
+        let owner = self.exec.current();
+        let id = self.anon.len() as u32;
+        self.anon.push(AnonMapping {
+            owner,
+            pte: vec![PTE_NONE; pages as usize],
+            young: vec![0; (pages as usize).div_ceil(64)],
+            resident: 0,
+            swapents: 0,
+            written: false,
+            alive: true,
+        });
+        self.tasks[owner as usize].mappings.push(id);
+        id
+    }
+
+    /// `munmap`: frees resident pages and swap entries (`zap_pte_range`).
+    /// Pages that reclaim has isolated or that are under writeback are
+    /// orphaned and freed by whoever holds them.
+    pub fn munmap(&mut self, id: u32) {
+        let m = &mut self.anon[id as usize];
+        if !m.alive {
+            return;
+        }
+        m.alive = false;
+        let pte = std::mem::take(&mut m.pte);
+        m.young = Vec::new();
+        m.resident = 0;
+        m.swapents = 0;
+        let owner = m.owner;
+        self.tasks[owner as usize].mappings.retain(|&x| x != id);
+        let mut freed = 0u64;
+        for e in pte {
+            if e == PTE_NONE {
+                continue;
+            }
+            if e & PTE_SWAP != 0 {
+                let slot = e & !PTE_SWAP;
+                let c = self.swap.cache[slot as usize];
+                if c != SLOT_EMPTY && c & SHADOW == 0 {
+                    // Still in the swap cache: free it with its slot, or let
+                    // its holder (reclaim, I/O) do so.
+                    self.orphan_or_free(c, false);
+                } else {
+                    self.swap.free_slot(slot);
+                }
+                continue;
+            }
+            freed += 1;
+            self.orphan_or_free(e, true);
+        }
+        self.charge_sys(freed * self.params.cost_fault_ns / 4);
+    }
+
+    /// Frees an anon page whose last mapping went away, or orphans it if
+    /// reclaim or I/O holds a reference.
+    fn orphan_or_free(&mut self, pfn: Pfn, mapped: bool) {
+        let p = self.frames.get(pfn);
+        let nid = p.nid as usize;
+        if mapped {
+            self.nodes[nid].mod_state(NodeStat::NrAnonPages, -1);
+        }
+        if p.test(pg::ISOLATED | pg::WRITEBACK | pg::LOCKED) {
+            self.frames.get_mut(pfn).owner = ORPHAN;
+            return;
+        }
+        self.lru_del(pfn);
+        if self.frames.get(pfn).test(pg::SWAPCACHE) {
+            self.delete_from_swap_cache(pfn);
+        }
+        self.free_page(pfn);
+    }
+
+    /// `folio_referenced` for an anon page: tests and clears its young bit.
+    /// Returns the number of referencing ptes (0 or 1) or `None` if unmapped.
+    pub fn anon_referenced(&mut self, pfn: Pfn) -> Option<u32> {
+        let p = self.frames.get(pfn);
+        if p.owner == ORPHAN {
+            return None;
+        }
+        let m = &mut self.anon[p.owner as usize];
+        let i = p.index as usize;
+        if !m.alive || m.pte.get(i) != Some(&pfn) {
+            return None;
+        }
+        let (w, b) = (i / 64, i % 64);
+        let young = m.young[w] & (1 << b) != 0;
+        m.young[w] &= !(1 << b);
+        Some(u32::from(young))
+    }
+
+    /// `try_to_unmap` of an anon page in the swap cache: replaces its pte by
+    /// the swap entry; transfers the (approximated) pte dirty bit.
+    pub fn anon_unmap(&mut self, pfn: Pfn) {
+        let (owner, index, slot) = {
+            let p = self.frames.get(pfn);
+            (p.owner, p.index as usize, p.swap)
+        };
+        if owner == ORPHAN {
+            return;
+        }
+        let m = &mut self.anon[owner as usize];
+        if m.alive && m.pte[index] == pfn {
+            m.pte[index] = PTE_SWAP | slot;
+            m.resident -= 1;
+            m.swapents += 1;
+            if m.written {
+                self.frames.get_mut(pfn).set(pg::DIRTY);
+            }
+            let nid = self.frames.get(pfn).nid as usize;
+            self.nodes[nid].mod_state(NodeStat::NrAnonPages, -1);
+        }
+    }
+}
+
+/// A write (or read) of one word in every page of `range` of mapping `id`,
+/// as a worker's loop does. Resident pages cost `cost.touch_page_ns` each and
+/// set young bits a word at a time; missing pages fault.
+pub async fn touch_anon(w: &World, id: u32, start: u32, end: u32, write: bool) -> Access {
+    let mut i = start;
+    while i < end {
+        // Fast path: whole words of resident pages.
+        let fault_at = {
+            let mut k = w.k();
+            let k = &mut *k;
+            let cost = k.params.cost_touch_ns;
+            let m = &mut k.anon[id as usize];
+            if write {
+                m.written = true;
+            }
+            let mut j = i;
+            let mut found = None;
+            while j < end {
+                let e = m.pte[j as usize];
+                if e & PTE_SWAP != 0 || e == PTE_NONE {
+                    found = Some(j);
+                    break;
+                }
+                let (wi, b) = ((j / 64) as usize, j % 64);
+                if b == 0 && j + 64 <= end {
+                    let block = &m.pte[j as usize..j as usize + 64];
+                    if block.iter().all(|&e| e & PTE_SWAP == 0) {
+                        m.young[wi] = u64::MAX;
+                        j += 64;
+                        continue;
+                    }
+                }
+                m.young[wi] |= 1 << b;
+                j += 1;
+            }
+            let touched = u64::from(j - i);
+            k.charge_user(touched * cost);
+            found
+        };
+        maybe_pay_cpu(w).await;
+        let Some(j) = fault_at else { break };
+        if handle_anon_fault(w, id, j, write).await == Access::Killed {
+            return Access::Killed;
+        }
+        i = j + 1;
+    }
+    Access::Ok
+}
+
+/// `handle_mm_fault` for anon page `index` of mapping `id`.
+pub async fn handle_anon_fault(w: &World, id: u32, index: u32, write: bool) -> Access {
+    let e = {
+        let mut k = w.k();
+        k.count(Ev::Pgfault, 1);
+        let c = k.params.cost_fault_ns;
+        k.charge_sys(c);
+        k.anon[id as usize].pte[index as usize]
+    };
+    if e == PTE_NONE {
+        do_anonymous_page(w, id, index).await
+    } else {
+        do_swap_page(w, id, index, e & !PTE_SWAP, write).await
+    }
+}
+
+/// `do_anonymous_page`: allocate, zero, map, add to the inactive anon LRU.
+async fn do_anonymous_page(w: &World, id: u32, index: u32) -> Access {
+    let Some(pfn) = alloc_page(w, Gfp::HIGHUSER_MOVABLE).await else {
+        return Access::Killed;
+    };
+    let mut k = w.k();
+    if !k.anon[id as usize].alive {
+        k.free_page(pfn);
+        return Access::Ok;
+    }
+    let z = k.params.cost_zero_ns;
+    k.charge_sys(z);
+    k.map_new_anon(id, index, pfn, pg::SWAPBACKED | pg::UPTODATE);
+    Access::Ok
+}
+
+impl Kernel {
+    /// Installs `pfn` at `index` of mapping `id` with `flags`, young, and
+    /// puts it on the LRU its flags select.
+    fn map_new_anon(&mut self, id: u32, index: u32, pfn: Pfn, flags: u32) {
+        {
+            let p = self.frames.get_mut(pfn);
+            p.flags = flags;
+            p.owner = id;
+            p.index = index;
+        }
+        let nid = self.frames.get(pfn).nid as usize;
+        self.nodes[nid].mod_state(NodeStat::NrAnonPages, 1);
+        let m = &mut self.anon[id as usize];
+        m.pte[index as usize] = pfn;
+        m.young[index as usize / 64] |= 1 << (index % 64);
+        m.resident += 1;
+        self.lru_add(pfn);
+    }
+}
+
+/// `do_swap_page`: the page is found in the swap cache (minor) or read from
+/// the swap device (major, waits for the I/O).
+async fn do_swap_page(w: &World, id: u32, index: u32, slot: u32, write: bool) -> Access {
+    let cached = w.k().swap.cache[slot as usize];
+    let pfn = if cached != SLOT_EMPTY && cached & SHADOW == 0 {
+        // Swap-cache hit: the page is still resident (e.g. under writeback).
+        cached
+    } else {
+        let Some(pfn) = alloc_page(w, Gfp::HIGHUSER_MOVABLE).await else {
+            return Access::Killed;
+        };
+        let pos = {
+            let mut k = w.k();
+            if !k.anon[id as usize].alive
+                || k.anon[id as usize].pte[index as usize] != (PTE_SWAP | slot)
+            {
+                k.free_page(pfn);
+                return Access::Ok;
+            }
+            k.count(Ev::Pgmajfault, 1);
+            k.count(Ev::Pswpin, 1);
+            k.count(Ev::Pgpgin, 4);
+            let shadow = k.swap.cache[slot as usize];
+            let active = shadow & SHADOW != 0 && k.workingset_refault(pfn, shadow & !SHADOW, false);
+            k.swap.cache[slot as usize] = pfn;
+            {
+                let p = k.frames.get_mut(pfn);
+                p.flags = pg::SWAPBACKED
+                    | pg::SWAPCACHE
+                    | pg::LOCKED
+                    | if active {
+                        pg::ACTIVE | pg::WORKINGSET
+                    } else {
+                        0
+                    };
+                p.owner = id;
+                p.index = index;
+                p.swap = slot;
+            }
+            let nid = k.frames.get(pfn).nid as usize;
+            k.nodes[nid].mod_state(NodeStat::NrSwapcache, 1);
+            k.lru_add(pfn);
+            let c = k.params.cost_io_submit_ns;
+            k.charge_sys(c);
+            k.swap.base_pos + u64::from(slot)
+        };
+        crate::sched::pay_cpu(w).await;
+        let dev = w.k().swap.dev;
+        submit_bio(w, dev, ReqKind::SwapIn, vec![pfn], pos, true).await;
+        pfn
+    };
+    let mut k = w.k();
+    let m = &mut k.anon[id as usize];
+    if !m.alive || m.pte[index as usize] != (PTE_SWAP | slot) {
+        return Access::Ok;
+    }
+    m.pte[index as usize] = pfn;
+    m.young[index as usize / 64] |= 1 << (index % 64);
+    m.resident += 1;
+    m.swapents -= 1;
+    let nid = k.frames.get(pfn).nid as usize;
+    k.nodes[nid].mod_state(NodeStat::NrAnonPages, 1);
+    // reuse_swap_page(): an exclusive page written to is dropped from the
+    // swap cache and dirtied, unless its writeback is still in flight.
+    let flags = k.frames.get(pfn).flags;
+    if write && flags & pg::WRITEBACK == 0 && flags & pg::SWAPCACHE != 0 {
+        k.delete_from_swap_cache(pfn);
+        k.frames.get_mut(pfn).set(pg::DIRTY);
+    } else if flags & pg::SWAPCACHE != 0 && k.swap.full() && flags & pg::WRITEBACK == 0 {
+        // try_to_free_swap() when swap is more than half full.
+        k.delete_from_swap_cache(pfn);
+        k.frames.get_mut(pfn).set(pg::DIRTY);
+    }
+    Access::Ok
+}

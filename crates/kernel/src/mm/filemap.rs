@@ -1,0 +1,228 @@
+//! Files and the page cache: buffered `write()` (dirtying, `mark_page_accessed`,
+//! `balance_dirty_pages_ratelimited`) and `read()` (hits, misses that read from
+//! the device), and removal of clean pages by reclaim (leaving a shadow entry).
+//!
+//! Follows `generic_perform_write` and `filemap_read` (mm/filemap.c, 5.15).
+//! Simplifications: no readahead (the workloads read randomly, where the
+//! kernel's readahead switches itself off), whole-page writes need no read
+//! (`write_begin` skips it for full pages), no stable-page waits, no mmap of
+//! files yet.
+
+use super::alloc::{alloc_page, Gfp};
+use super::page::{pg, Pfn};
+use super::swap::{SHADOW, SLOT_EMPTY};
+use super::NodeStat;
+use crate::block::{submit_bio, ReqKind};
+use crate::engine::World;
+use crate::sched::maybe_pay_cpu;
+use crate::vmstat::Ev;
+use crate::Kernel;
+
+/// A regular file on a block device.
+#[derive(Debug)]
+pub struct File {
+    /// Device index.
+    pub dev: usize,
+    /// Device position of page 0 (files are contiguous extents).
+    pub pos: u64,
+    /// Size in pages.
+    pub size: u32,
+    /// Page cache: pfn, shadow (tagged [`SHADOW`]) or [`SLOT_EMPTY`].
+    pub cache: Vec<u32>,
+    /// Dirty pages (`PAGECACHE_TAG_DIRTY` count).
+    pub nr_dirty: u64,
+    /// `inode->dirtied_when`, if dirty.
+    pub dirtied_when: Option<u64>,
+    /// `mapping->writeback_index`: where cyclic writeback resumes.
+    pub writeback_index: u32,
+    /// On its bdi's dirty inode list.
+    pub on_dirty_list: bool,
+}
+
+impl Kernel {
+    /// Creates a file of `pages` pages on device `dev` (empty page cache).
+    pub fn create_file(&mut self, dev: usize, pages: u32) -> u32 {
+        let id = self.files.len() as u32;
+        let pos = self.devs[dev].alloc_pos;
+        self.devs[dev].alloc_pos += u64::from(pages) + 256;
+        self.files.push(File {
+            dev,
+            pos,
+            size: pages,
+            cache: vec![SLOT_EMPTY; pages as usize],
+            nr_dirty: 0,
+            dirtied_when: None,
+            writeback_index: 0,
+            on_dirty_list: false,
+        });
+        id
+    }
+
+    /// `folio_mark_dirty` for a page-cache page: accounts `NR_FILE_DIRTY`,
+    /// `nr_dirtied`, and puts the inode on its bdi's dirty list.
+    pub fn set_page_dirty(&mut self, pfn: Pfn) -> bool {
+        let p = self.frames.get_mut(pfn);
+        if p.test(pg::DIRTY) {
+            return false;
+        }
+        p.set(pg::DIRTY);
+        let (nid, f) = (p.nid as usize, p.owner as usize);
+        self.nodes[nid].mod_state(NodeStat::NrFileDirty, 1);
+        self.count(Ev::NrDirtied, 1);
+        self.current_mut().nr_dirtied += 1;
+        let now = self.exec.now();
+        let file = &mut self.files[f];
+        file.nr_dirty += 1;
+        if file.dirtied_when.is_none() {
+            file.dirtied_when = Some(now);
+        }
+        if !file.on_dirty_list {
+            file.on_dirty_list = true;
+            let dev = file.dev;
+            self.bdis[dev].b_dirty.push_back(f as u32);
+        }
+        true
+    }
+
+    /// Clears `PG_dirty` of a page-cache page for writeback (`folio_clear_dirty_for_io`).
+    pub fn clear_page_dirty_for_io(&mut self, pfn: Pfn) {
+        let p = self.frames.get_mut(pfn);
+        debug_assert!(p.test(pg::DIRTY));
+        p.clear(pg::DIRTY);
+        let (nid, f) = (p.nid as usize, p.owner as usize);
+        self.nodes[nid].mod_state(NodeStat::NrFileDirty, -1);
+        let file = &mut self.files[f];
+        file.nr_dirty -= 1;
+        if file.nr_dirty == 0 {
+            file.dirtied_when = None;
+        }
+    }
+
+    /// Inserts a new page for `index` of file `f` (`filemap_add_folio`), with
+    /// refault detection against a shadow entry, and adds it to the LRU.
+    fn add_to_page_cache_lru(&mut self, f: u32, index: u32, pfn: Pfn, flags: u32) {
+        let old = self.files[f as usize].cache[index as usize];
+        {
+            let p = self.frames.get_mut(pfn);
+            p.flags = flags | pg::FILE;
+            p.owner = f;
+            p.index = index;
+        }
+        if old != SLOT_EMPTY
+            && old & SHADOW != 0
+            && self.workingset_refault(pfn, old & !SHADOW, true)
+        {
+            self.frames.get_mut(pfn).set(pg::ACTIVE | pg::WORKINGSET);
+        }
+        self.files[f as usize].cache[index as usize] = pfn;
+        self.account_page(pfn, true, 1);
+        self.lru_add(pfn);
+    }
+
+    /// `__remove_mapping` for a clean, unmapped page-cache page: replaces it
+    /// by a shadow entry.
+    pub fn remove_file_page(&mut self, pfn: Pfn) {
+        let shadow = self.workingset_eviction(pfn);
+        let p = self.frames.get(pfn);
+        let (f, i) = (p.owner as usize, p.index as usize);
+        self.files[f].cache[i] = SHADOW | shadow;
+        self.account_page(pfn, true, -1);
+    }
+
+    /// The cached page at `index` of file `f`, if resident.
+    pub fn find_get_page(&self, f: u32, index: u32) -> Option<Pfn> {
+        let e = self.files[f as usize].cache[index as usize];
+        (e != SLOT_EMPTY && e & SHADOW == 0).then_some(e)
+    }
+}
+
+/// Result of a file operation.
+#[derive(Debug, PartialEq, Eq)]
+pub enum FileOp {
+    /// Done.
+    Ok,
+    /// The task was OOM-killed.
+    Killed,
+}
+
+/// Buffered `pwrite()` of whole pages `[index, index+n)` of file `f`.
+pub async fn file_write(w: &World, f: u32, index: u32, n: u32) -> FileOp {
+    for i in index..index + n {
+        let cached = w.k().find_get_page(f, i);
+        let pfn = match cached {
+            Some(p) => p,
+            None => {
+                let Some(pfn) = alloc_page(w, Gfp::HIGHUSER_MOVABLE_WRITE).await else {
+                    return FileOp::Killed;
+                };
+                let mut k = w.k();
+                if let Some(p) = k.find_get_page(f, i) {
+                    k.free_page(pfn);
+                    p
+                } else {
+                    k.add_to_page_cache_lru(f, i, pfn, pg::UPTODATE);
+                    pfn
+                }
+            }
+        };
+        {
+            let mut k = w.k();
+            let c = k.params.cost_copy_ns;
+            k.charge_sys(c);
+            k.set_page_dirty(pfn);
+            k.mark_page_accessed(pfn);
+        }
+        crate::writeback::balance_dirty_pages_ratelimited(w).await;
+        maybe_pay_cpu(w).await;
+    }
+    FileOp::Ok
+}
+
+/// Buffered `pread()` of pages `[index, index+n)` of file `f`.
+pub async fn file_read(w: &World, f: u32, index: u32, n: u32) -> FileOp {
+    for i in index..index + n {
+        let hit = w.k().find_get_page(f, i);
+        let pfn = match hit {
+            Some(p) => {
+                // A page still being read by someone else: wait for it by
+                // polling its lock at tick granularity (no page wait queues).
+                while w.k().frames.get(p).test(pg::LOCKED) {
+                    let t = w.k().exec.now() + w.k().params.tick_ns();
+                    w.sleep_until(t).await;
+                }
+                p
+            }
+            None => {
+                let Some(pfn) = alloc_page(w, Gfp::HIGHUSER_MOVABLE).await else {
+                    return FileOp::Killed;
+                };
+                let (dev, pos) = {
+                    let mut k = w.k();
+                    if k.find_get_page(f, i).is_some() {
+                        k.free_page(pfn);
+                        continue;
+                    }
+                    k.add_to_page_cache_lru(f, i, pfn, pg::LOCKED);
+                    k.count(Ev::Pgpgin, 4);
+                    let c = k.params.cost_io_submit_ns;
+                    k.charge_sys(c);
+                    let file = &k.files[f as usize];
+                    (file.dev, file.pos + u64::from(i))
+                };
+                crate::sched::pay_cpu(w).await;
+                submit_bio(w, dev, ReqKind::FileRead, vec![pfn], pos, true).await;
+                pfn
+            }
+        };
+        {
+            let mut k = w.k();
+            if k.frames.get(pfn).owner == f && k.frames.get(pfn).test(pg::FILE) {
+                k.mark_page_accessed(pfn);
+            }
+            let c = k.params.cost_copy_ns;
+            k.charge_sys(c);
+        }
+        maybe_pay_cpu(w).await;
+    }
+    FileOp::Ok
+}

@@ -1,0 +1,188 @@
+//! LRU list maintenance and the workingset clock: adding and removing pages,
+//! `mark_page_accessed`'s two-step activation, rotation of reclaimed pages
+//! when their writeback ends, refault detection, freeing frames.
+//!
+//! Follows mm/swap.c and mm/workingset.c of 5.15. Simplification: the
+//! per-CPU pagevecs that batch LRU moves are not modelled; moves take effect
+//! at once.
+
+use super::page::{pg, Lru, Pfn};
+use super::NodeStat;
+use crate::vmstat::Ev;
+use crate::Kernel;
+
+impl Kernel {
+    /// `lru_cache_add`: puts `pfn` at the head of the list its flags select.
+    pub fn lru_add(&mut self, pfn: Pfn) {
+        let p = self.frames.get(pfn);
+        let (nid, memcg, lru) = (p.nid as usize, p.memcg as usize, Lru::of(p.flags));
+        self.frames.get_mut(pfn).set(pg::LRU);
+        self.nodes[nid].lruvecs[memcg].lists[lru as usize].push_head(&mut self.frames, pfn);
+    }
+
+    /// `lru_add` at the tail (`lru_move_tail`).
+    pub fn lru_add_tail(&mut self, pfn: Pfn) {
+        let p = self.frames.get(pfn);
+        let (nid, memcg, lru) = (p.nid as usize, p.memcg as usize, Lru::of(p.flags));
+        self.frames.get_mut(pfn).set(pg::LRU);
+        self.nodes[nid].lruvecs[memcg].lists[lru as usize].push_tail(&mut self.frames, pfn);
+    }
+
+    /// `del_page_from_lru_list`, if the page is on an LRU.
+    pub fn lru_del(&mut self, pfn: Pfn) {
+        let p = self.frames.get(pfn);
+        if !p.test(pg::LRU) {
+            return;
+        }
+        let (nid, memcg, lru) = (p.nid as usize, p.memcg as usize, Lru::of(p.flags));
+        self.nodes[nid].lruvecs[memcg].lists[lru as usize].remove(&mut self.frames, pfn);
+        self.frames.get_mut(pfn).clear(pg::LRU);
+    }
+
+    /// `activate_page`: inactive → active list head, `pgactivate`.
+    pub fn activate_page(&mut self, pfn: Pfn) {
+        let p = self.frames.get(pfn);
+        if p.test(pg::ACTIVE | pg::UNEVICTABLE) || !p.test(pg::LRU) {
+            return;
+        }
+        self.lru_del(pfn);
+        self.frames.get_mut(pfn).set(pg::ACTIVE);
+        self.lru_add(pfn);
+        self.count(Ev::Pgactivate, 1);
+        self.workingset_activation(pfn);
+    }
+
+    /// `mark_page_accessed` (mm/swap.c 5.15): inactive,unreferenced →
+    /// inactive,referenced → active,unreferenced.
+    pub fn mark_page_accessed(&mut self, pfn: Pfn) {
+        let p = self.frames.get(pfn);
+        if !p.test(pg::REFERENCED) {
+            self.frames.get_mut(pfn).set(pg::REFERENCED);
+        } else if !p.test(pg::ACTIVE) && !p.test(pg::UNEVICTABLE) {
+            if p.test(pg::LRU) {
+                self.activate_page(pfn);
+            } else {
+                // Isolated: __lru_cache_activate_page would mark it for the putback.
+                self.frames.get_mut(pfn).set(pg::ACTIVE);
+            }
+            self.frames.get_mut(pfn).clear(pg::REFERENCED);
+        }
+    }
+
+    /// `workingset_activation`: an activation advances the workingset clock.
+    fn workingset_activation(&mut self, pfn: Pfn) {
+        let p = self.frames.get(pfn);
+        self.nodes[p.nid as usize].lruvecs[p.memcg as usize].nonresident_age += 1;
+    }
+
+    /// `workingset_eviction`: advances the clock and returns the shadow value
+    /// (the clock reading) to leave in the page cache or swap slot.
+    pub fn workingset_eviction(&mut self, pfn: Pfn) -> u32 {
+        let p = self.frames.get(pfn);
+        let l = &mut self.nodes[p.nid as usize].lruvecs[p.memcg as usize];
+        l.nonresident_age += 1;
+        (l.nonresident_age & 0x7fff_ffff) as u32
+    }
+
+    /// `workingset_refault`: counts the refault and decides whether the page
+    /// comes back active: refault distance within the active lists'
+    /// `workingset_size` (5.15: active file, plus active anon if swap is
+    /// usable; anon refaults also count inactive file).
+    pub fn workingset_refault(&mut self, pfn: Pfn, shadow: u32, file: bool) -> bool {
+        let nid = self.frames.get(pfn).nid as usize;
+        let memcg = self.frames.get(pfn).memcg as usize;
+        self.count(
+            if file {
+                Ev::WorkingsetRefaultFile
+            } else {
+                Ev::WorkingsetRefaultAnon
+            },
+            1,
+        );
+        let lv = &mut self.nodes[nid].lruvecs[memcg];
+        let now = (lv.nonresident_age & 0x7fff_ffff) as u32;
+        let distance = u64::from(now.wrapping_sub(shadow) & 0x7fff_ffff);
+        let swap_ok = self.swap.nr_free > 0;
+        let lv = &self.nodes[nid].lruvecs[memcg];
+        let mut workingset = lv.size(Lru::ActiveFile);
+        if file {
+            if swap_ok {
+                workingset += lv.size(Lru::ActiveAnon);
+            }
+        } else {
+            workingset += lv.size(Lru::InactiveFile);
+            if swap_ok {
+                workingset += lv.size(Lru::ActiveAnon);
+            }
+        }
+        if distance > workingset {
+            return false;
+        }
+        self.count(
+            if file {
+                Ev::WorkingsetActivateFile
+            } else {
+                Ev::WorkingsetActivateAnon
+            },
+            1,
+        );
+        // An activated refault is IO the reclaim of this type caused
+        // (lru_note_cost_page from workingset_refault).
+        self.lru_note_cost(nid, memcg, file, 1);
+        self.nodes[nid].lruvecs[memcg].ws_activate[usize::from(file)] += 1;
+        true
+    }
+
+    /// `lru_note_cost`: IO caused by reclaiming `file` (or anon) pages,
+    /// decayed so that recent cost dominates (mm/swap.c 5.15).
+    pub fn lru_note_cost(&mut self, nid: usize, memcg: usize, file: bool, n: u64) {
+        let lv = &mut self.nodes[nid].lruvecs[memcg];
+        if file {
+            lv.file_cost += n;
+        } else {
+            lv.anon_cost += n;
+        }
+        let lrusize: u64 = lv.lists.iter().map(|l| l.len).sum();
+        if lv.file_cost + lv.anon_cost > lrusize / 4 {
+            lv.file_cost /= 2;
+            lv.anon_cost /= 2;
+        }
+    }
+
+    /// Returns a frame to its node's free list.
+    pub fn free_page(&mut self, pfn: Pfn) {
+        let p = self.frames.get_mut(pfn);
+        debug_assert!(
+            !p.test(pg::LRU | pg::BUDDY | pg::WRITEBACK | pg::SWAPCACHE),
+            "freeing busy page {pfn}: {:#x}",
+            p.flags
+        );
+        p.flags = pg::BUDDY;
+        p.owner = 0;
+        let nid = p.nid as usize;
+        self.nodes[nid].free.push(pfn);
+        self.count(Ev::Pgfree, 1);
+    }
+
+    /// `folio_rotate_reclaimable` (mm/swap.c): a page reclaim marked
+    /// `PG_reclaim` finished writeback: if it is on the LRU, clean and
+    /// evictable, move it to the inactive tail so the next scan frees it.
+    pub fn folio_rotate_reclaimable(&mut self, pfn: Pfn) {
+        let p = self.frames.get(pfn);
+        if p.test(pg::LOCKED | pg::DIRTY | pg::UNEVICTABLE) || !p.test(pg::LRU) {
+            return;
+        }
+        self.lru_del(pfn);
+        self.frames.get_mut(pfn).clear(pg::ACTIVE);
+        self.lru_add_tail(pfn);
+        self.count(Ev::Pgrotated, 1);
+    }
+
+    /// Adjusts the file/anon page counters of a page entering or leaving use.
+    pub fn account_page(&mut self, pfn: Pfn, file: bool, d: i64) {
+        let nid = self.frames.get(pfn).nid as usize;
+        if file {
+            self.nodes[nid].mod_state(NodeStat::NrFilePages, d);
+        }
+    }
+}

@@ -1,0 +1,225 @@
+//! Every tunable constant of the simulated kernel, by name.
+//!
+//! Sysctls carry their `/proc/sys` names (`vm.dirty_ratio`); reclaim
+//! throttling constants live under `throttle.*` and `congestion_wait.*`; the
+//! CPU cost of kernel work under `cost.*`. Each parameter has a default (some
+//! depend on the kernel profile), a range checked at `--set` time, and a help
+//! line for `reclaimlab list params`. The algorithm reads them as plain struct
+//! fields: `sc_swappiness()`-style accessors are not needed without memcg
+//! overrides.
+
+use crate::profile::KernelProfile;
+
+/// A parameter's description for `list params`.
+#[derive(Clone, Debug)]
+pub struct ParamInfo {
+    /// Name used with `--set NAME=VALUE`.
+    pub name: &'static str,
+    /// Default under the given profile, formatted.
+    pub default: String,
+    /// Inclusive range.
+    pub min: f64,
+    /// Inclusive range.
+    pub max: f64,
+    /// What it is, with units and source.
+    pub help: &'static str,
+}
+
+/// Error from [`Params::set`].
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ParamError {
+    /// No such parameter.
+    #[error("unknown parameter `{name}`{}; `reclaimlab list params` shows them all", suggestion.as_ref().map(|s| format!(" (did you mean `{s}`?)")).unwrap_or_default())]
+    Unknown {
+        /// What was given.
+        name: String,
+        /// The closest known name.
+        suggestion: Option<String>,
+    },
+    /// Not a number.
+    #[error("parameter `{name}`: `{value}` is not a number (expected a value in {min}..={max})")]
+    NotANumber {
+        /// Parameter.
+        name: String,
+        /// What was given.
+        value: String,
+        /// Range.
+        min: f64,
+        /// Range.
+        max: f64,
+    },
+    /// Out of range.
+    #[error("parameter `{name}`: {value} is out of range (accepted: {min}..={max})")]
+    OutOfRange {
+        /// Parameter.
+        name: String,
+        /// What was given.
+        value: f64,
+        /// Range.
+        min: f64,
+        /// Range.
+        max: f64,
+    },
+}
+
+macro_rules! params {
+    ($( $field:ident : $ty:ty = $default:expr, $name:literal, $min:expr, $max:expr, $help:literal; )*) => {
+        /// All tunables of one simulation. Field docs are the `list params` help.
+        #[derive(Clone, Debug, PartialEq)]
+        #[allow(missing_docs)]
+        pub struct Params {
+            $( pub $field: $ty, )*
+        }
+
+        impl Params {
+            /// Defaults under `profile`.
+            pub fn defaults(profile: &KernelProfile) -> Params {
+                let _p = profile;
+                Params { $( $field: { let f: fn(&KernelProfile) -> $ty = $default; f(profile) }, )* }
+            }
+
+            /// Every parameter name.
+            pub const NAMES: &'static [&'static str] = &[ $( $name, )* ];
+
+            /// Describes every parameter with its default under `profile`.
+            pub fn list(profile: &KernelProfile) -> Vec<ParamInfo> {
+                let d = Params::defaults(profile);
+                vec![ $( ParamInfo { name: $name, default: format!("{}", d.$field), min: $min as f64, max: $max as f64, help: $help }, )* ]
+            }
+
+            /// Sets `name` to `value` (parsed and range-checked).
+            pub fn set(&mut self, name: &str, value: &str) -> Result<(), ParamError> {
+                match name {
+                    $( $name => {
+                        let v: f64 = value.trim().parse().map_err(|_| ParamError::NotANumber {
+                            name: name.into(), value: value.into(), min: $min as f64, max: $max as f64 })?;
+                        if !(v >= $min as f64 && v <= $max as f64) || (v.fract() != 0.0 && stringify!($ty) != "f64") {
+                            return Err(ParamError::OutOfRange { name: name.into(), value: v, min: $min as f64, max: $max as f64 });
+                        }
+                        self.$field = v as $ty;
+                        Ok(())
+                    } )*
+                    _ => Err(ParamError::Unknown { name: name.into(), suggestion: closest(name, Self::NAMES) }),
+                }
+            }
+
+            /// Every parameter as `(name, value)` strings, for the run record.
+            pub fn to_pairs(&self) -> Vec<(&'static str, String)> {
+                vec![ $( ($name, format!("{}", self.$field)), )* ]
+            }
+        }
+    };
+}
+
+params! {
+    hz: u64 = |_| 250, "kernel.hz", 100, 1000, "CONFIG_HZ: timer ticks per second; kernel timeouts are whole jiffies (1/HZ s)";
+    dirty_ratio: u64 = |_| 20, "vm.dirty_ratio", 1, 100, "% of dirtyable memory at which writers are throttled (mm/page-writeback.c)";
+    dirty_background_ratio: u64 = |_| 10, "vm.dirty_background_ratio", 0, 100, "% of dirtyable memory at which the flusher starts background writeback";
+    dirty_writeback_centisecs: u64 = |_| 500, "vm.dirty_writeback_centisecs", 0, 100000, "flusher periodic (kupdate) wake interval, centiseconds";
+    dirty_expire_centisecs: u64 = |_| 3000, "vm.dirty_expire_centisecs", 0, 100000, "age after which dirty data is written by kupdate, centiseconds";
+    swappiness: u64 = |_| 60, "vm.swappiness", 0, 200, "relative IO cost of swapping vs file reclaim (get_scan_count)";
+    min_free_kbytes: u64 = |_| 0, "vm.min_free_kbytes", 0, 67108864, "min watermark in KiB; 0 = the kernel's default int_sqrt(lowmem_kbytes*16) clamped to [128, 262144]";
+    watermark_scale_factor: u64 = |_| 10, "vm.watermark_scale_factor", 1, 3000, "gap between min/low/high watermarks in 1/10000 of zone memory";
+    laptop_mode: u64 = |_| 0, "vm.laptop_mode", 0, 1, "laptop mode: reclaim does not write pages at the first priorities";
+    writeback_timeout_us: u64 = |_| 100_000, "throttle.writeback.timeout_us", 0, 10_000_000, "VMSCAN_THROTTLE_WRITEBACK sleep (HZ/10 in 5.16)";
+    writeback_wake_per_waiter: u64 = |_| 32, "throttle.writeback.wake_pages_per_waiter", 0, 1_000_000, "pages that must finish writeback per throttled task before WRITEBACK waiters are woken (SWAP_CLUSTER_MAX in __acct_reclaim_writeback)";
+    isolated_timeout_us: u64 = |_| 20_000, "throttle.isolated.timeout_us", 0, 10_000_000, "VMSCAN_THROTTLE_ISOLATED sleep (HZ/50)";
+    noprogress_timeout_us: u64 = |p| p.noprogress_timeout_us, "throttle.noprogress.timeout_us", 0, 10_000_000, "VMSCAN_THROTTLE_NOPROGRESS sleep (HZ/2 in 5.16-rc1, 1 jiffy from 5.16-rc8)";
+    noprogress_wake_shift: u64 = |_| 3, "throttle.noprogress.wake_efficiency_shift", 0, 16, "NOPROGRESS waiters are woken when nr_reclaimed > nr_scanned >> shift (3 = 12.5%)";
+    congested_timeout_us: u64 = |_| 4_000, "throttle.congested.timeout_us", 0, 10_000_000, "VMSCAN_THROTTLE_CONGESTED sleep (1 jiffy)";
+    congestion_wait_timeout_us: u64 = |_| 100_000, "congestion_wait.timeout_us", 0, 10_000_000, "timeout of congestion_wait()/wait_iff_congested() calls in reclaim (HZ/10 in 5.15)";
+    too_many_isolated_sleep_us: u64 = |_| 100_000, "congestion_wait.too_many_isolated_msleep_us", 0, 10_000_000, "the msleep(100) in 5.15 shrink_inactive_list when too many pages are isolated";
+    max_reclaim_retries: u64 = |_| 16, "reclaim.max_retries", 1, 1000, "MAX_RECLAIM_RETRIES: no-progress loops before OOM; kswapd_failures limit";
+    nr_requests: u64 = |_| 128, "block.nr_requests", 4, 100000, "request slots per direction of the single-queue layer (BLKDEV_MAX_RQ); blk-mq tags per queue";
+    slice_us: u64 = |_| 3_000, "sched.slice_us", 100, 1_000_000, "CPU time slice before a runnable task yields to a waiting one";
+    cost_scan_ns: u64 = |_| 150, "cost.scan_page_ns", 0, 1_000_000, "system CPU per page scanned by reclaim (isolate + reference check)";
+    cost_reclaim_ns: u64 = |_| 800, "cost.reclaim_page_ns", 0, 1_000_000, "system CPU per page reclaimed (unmap, remove from mapping, free)";
+    cost_fault_ns: u64 = |_| 600, "cost.fault_ns", 0, 1_000_000, "system CPU per page fault, excluding zeroing";
+    cost_zero_ns: u64 = |_| 400, "cost.zero_page_ns", 0, 1_000_000, "system CPU to zero a 4 KiB page (~10 GB/s)";
+    cost_copy_ns: u64 = |_| 400, "cost.copy_page_ns", 0, 1_000_000, "system CPU per 4 KiB copied by read()/write()";
+    cost_touch_ns: u64 = |_| 3, "cost.touch_page_ns", 0, 1_000_000, "user CPU per resident page touched by a worker's pass";
+    cost_io_submit_ns: u64 = |_| 300, "cost.io_submit_page_ns", 0, 1_000_000, "system CPU per page submitted for write or read";
+    cost_wakeup_ns: u64 = |_| 2_000, "cost.wakeup_ns", 0, 1_000_000, "system CPU per wake-up from sleep (context switch)";
+    vmstat_interval_ms: u64 = |_| 1_000, "sim.vmstat_interval_ms", 10, 3_600_000, "interval between /proc/vmstat samples in the run record";
+}
+
+/// The known name closest to `name` by edit distance, if reasonably close.
+pub fn closest(name: &str, names: &[&str]) -> Option<String> {
+    names
+        .iter()
+        .map(|n| (levenshtein(name, n), *n))
+        .filter(|(d, n)| *d <= (n.len() / 3).max(3))
+        .min()
+        .map(|(_, n)| n.to_string())
+}
+
+fn levenshtein(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != *cb))
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+impl Params {
+    /// Nanoseconds per jiffy.
+    pub fn tick_ns(&self) -> u64 {
+        1_000_000_000 / self.hz
+    }
+    /// `usecs_to_jiffies`: microseconds rounded up to whole jiffies.
+    pub fn usecs_to_jiffies(&self, us: u64) -> u64 {
+        let per = 1_000_000 / self.hz;
+        us.div_ceil(per)
+    }
+    /// `jiffies_to_usecs`.
+    pub fn jiffies_to_usecs(&self, j: u64) -> u64 {
+        j * (1_000_000 / self.hz)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::profile;
+
+    #[test]
+    fn set_checks_names_and_ranges() {
+        let mut p = Params::defaults(profile("v5.16").unwrap());
+        assert_eq!(p.noprogress_timeout_us, 4000);
+        p.set("vm.dirty_ratio", "30").unwrap();
+        assert_eq!(p.dirty_ratio, 30);
+        match p.set("vm.dirty_ration", "3") {
+            Err(ParamError::Unknown { suggestion, .. }) => {
+                assert_eq!(suggestion.as_deref(), Some("vm.dirty_ratio"))
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            p.set("vm.swappiness", "201"),
+            Err(ParamError::OutOfRange { .. })
+        ));
+        assert!(matches!(
+            p.set("vm.swappiness", "x"),
+            Err(ParamError::NotANumber { .. })
+        ));
+        assert!(matches!(
+            p.set("vm.swappiness", "1.5"),
+            Err(ParamError::OutOfRange { .. })
+        ));
+    }
+
+    #[test]
+    fn jiffies_round_up() {
+        let p = Params::defaults(profile("v5.16").unwrap());
+        assert_eq!(p.usecs_to_jiffies(100_000), 25);
+        assert_eq!(p.usecs_to_jiffies(4_001), 2);
+        assert_eq!(p.jiffies_to_usecs(25), 100_000);
+    }
+}

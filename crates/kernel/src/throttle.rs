@@ -1,0 +1,261 @@
+//! Reclaim throttling: every sleep any generation takes in reclaim, and the
+//! wake-ups that end them early.
+//!
+//! - `reclaim_throttle()` (mm/vmscan.c 5.16 final, identical in 6.1): per node
+//!   and reason wait queues; WRITEBACK counts its waiters for the
+//!   written-pages wake rule; NOPROGRESS/CONGESTED may be skipped by
+//!   `skip_throttle_noprogress()` (5.16-rc8 on); `schedule_timeout` in
+//!   `TASK_UNINTERRUPTIBLE`; `mm_vmscan_throttled` reports the time slept in
+//!   whole jiffies, capped at the timeout.
+//! - `congestion_wait()` / `wait_iff_congested()` (mm/backing-dev.c 5.15):
+//!   global queues per direction, woken only by `clear_bdi_congested()`;
+//!   the delay is measured in jiffies from entry to return, so it includes
+//!   the wait for a CPU after the timeout and may exceed the timeout.
+//! - `msleep()` (5.15's `too_many_isolated` stall): one jiffy more than asked.
+//!
+//! Timers fire on jiffy boundaries: a sleep of `j` jiffies that starts
+//! between ticks lasts between `j-1` and `j` jiffies, as in the kernel.
+
+use crate::block::BLK_RW_ASYNC;
+use crate::engine::{Wake, World};
+use crate::kernel::TaskKind;
+use crate::mm::NodeStat;
+use crate::profile::{NoProgress, Reason, Sleep};
+use crate::sched::run_on_cpu;
+use crate::Kernel;
+
+impl Kernel {
+    /// `jiffies`
+    pub fn jiffies(&self) -> u64 {
+        self.exec.now() / self.params.tick_ns()
+    }
+
+    /// Deadline of `schedule_timeout(j)` started now: the `j`-th tick from now.
+    fn timeout_deadline(&self, j: u64) -> (u64, u64) {
+        let expire = self.jiffies() + j;
+        (expire, expire * self.params.tick_ns())
+    }
+
+    /// `skip_throttle_noprogress()` (5.16-rc8): do not sleep if kswapd gave
+    /// up on the node, or if write-pending pages are not more than half of the
+    /// reclaimable ones (sleeping would not help writeback finish).
+    pub fn skip_throttle_noprogress(&self, nid: usize) -> bool {
+        if self.nodes[nid].kswapd_failures >= self.params.max_reclaim_retries {
+            return true;
+        }
+        let reclaimable = self.zone_reclaimable_pages(nid);
+        2 * self.write_pending(nid) <= reclaimable
+    }
+
+    /// `acct_reclaim_writeback()` on a page finishing writeback (5.16): wake
+    /// WRITEBACK waiters once `SWAP_CLUSTER_MAX` pages per waiter were written
+    /// since the first waiter arrived.
+    pub fn acct_reclaim_writeback(&mut self, nid: usize) {
+        if !self.profile.writeback_wakeups {
+            return;
+        }
+        let node = &mut self.nodes[nid];
+        let nr_throttled = node.nr_writeback_throttled;
+        if nr_throttled == 0 {
+            return;
+        }
+        node.mod_state(NodeStat::NrThrottledWritten, 1);
+        let written = node.state(NodeStat::NrThrottledWritten) - node.nr_reclaim_start;
+        if written > (self.params.writeback_wake_per_waiter * nr_throttled) as i64 {
+            let mut wq =
+                std::mem::take(&mut self.nodes[nid].reclaim_wait[Reason::Writeback as usize]);
+            self.exec.wake_up_all(&mut wq);
+            self.nodes[nid].reclaim_wait[Reason::Writeback as usize] = wq;
+        }
+    }
+
+    /// `wake_throttle_isolated()` (5.16): called when `too_many_isolated()`
+    /// finds the node below the limit.
+    pub fn wake_throttle_isolated(&mut self, nid: usize) {
+        if !self.profile.isolated_wakeups {
+            return;
+        }
+        let q = Reason::Isolated as usize;
+        if self.nodes[nid].reclaim_wait[q].active() {
+            let mut wq = std::mem::take(&mut self.nodes[nid].reclaim_wait[q]);
+            self.exec.wake_up_all(&mut wq);
+            self.nodes[nid].reclaim_wait[q] = wq;
+        }
+    }
+
+    /// `consider_reclaim_throttle()`'s wake half: reclaim more than 12.5%
+    /// efficient wakes NOPROGRESS waiters. Returns true if it was efficient.
+    pub fn noprogress_wake(&mut self, nid: usize, nr_reclaimed: u64, nr_scanned: u64) -> bool {
+        if self.profile.noprogress == NoProgress::None {
+            return false;
+        }
+        if nr_reclaimed > nr_scanned >> self.params.noprogress_wake_shift {
+            let q = Reason::Noprogress as usize;
+            if self.nodes[nid].reclaim_wait[q].active() {
+                let mut wq = std::mem::take(&mut self.nodes[nid].reclaim_wait[q]);
+                self.exec.wake_up_all(&mut wq);
+                self.nodes[nid].reclaim_wait[q] = wq;
+            }
+            return true;
+        }
+        false
+    }
+}
+
+/// Performs what the profile does at one call site on node `nid`.
+pub async fn throttle_at(w: &World, site: Sleep, nid: usize) {
+    match site {
+        Sleep::None => {}
+        Sleep::Throttle(reason) => reclaim_throttle(w, nid, reason).await,
+        Sleep::CongestionWait => {
+            let us = w.k().params.congestion_wait_timeout_us;
+            congestion_wait(w, BLK_RW_ASYNC, us, false).await
+        }
+        Sleep::WaitIffCongested => {
+            let us = w.k().params.congestion_wait_timeout_us;
+            congestion_wait(w, BLK_RW_ASYNC, us, true).await
+        }
+        Sleep::Msleep => {
+            let us = w.k().params.too_many_isolated_sleep_us;
+            let deadline = {
+                let k = w.k();
+                let j = k.params.usecs_to_jiffies(us) + 1;
+                k.timeout_deadline(j).1
+            };
+            w.sleep_until(deadline).await;
+            wake_cost(w).await;
+        }
+    }
+}
+
+/// Pays the context switch of a task coming back from sleep: it needs a CPU
+/// before it can run (and before the kernel reads `jiffies` again).
+async fn wake_cost(w: &World) {
+    let c = w.k().params.cost_wakeup_ns;
+    run_on_cpu(w, 0, c).await;
+}
+
+/// `reclaim_throttle(pgdat, reason)` (5.16).
+pub async fn reclaim_throttle(w: &World, nid: usize, reason: Reason) {
+    let (timeout_j, expire, deadline) = {
+        let mut k = w.k();
+        // Kernel threads other than kswapd (and io workers) are never throttled.
+        if k.current().kind == TaskKind::Kthread {
+            return;
+        }
+        let p = &k.params;
+        let us = match reason {
+            Reason::Writeback => p.writeback_timeout_us,
+            Reason::Isolated => p.isolated_timeout_us,
+            Reason::Noprogress => p.noprogress_timeout_us,
+            Reason::Congested => p.congested_timeout_us,
+        };
+        let j = p.usecs_to_jiffies(us);
+        if matches!(reason, Reason::Noprogress | Reason::Congested)
+            && k.profile.noprogress == NoProgress::Final
+            && k.skip_throttle_noprogress(nid)
+        {
+            return;
+        }
+        if reason == Reason::Writeback {
+            let node = &mut k.nodes[nid];
+            node.nr_writeback_throttled += 1;
+            if node.nr_writeback_throttled == 1 {
+                node.nr_reclaim_start = node.state(NodeStat::NrThrottledWritten);
+            }
+        }
+        let k = &mut *k;
+        k.exec
+            .prepare_to_wait(&mut k.nodes[nid].reclaim_wait[reason as usize]);
+        let (expire, deadline) = k.timeout_deadline(j);
+        (j, expire, deadline)
+    };
+    let why = w.block(Some(deadline)).await;
+    wake_cost(w).await;
+    let mut k = w.k();
+    let k = &mut *k;
+    k.exec
+        .finish_wait(&mut k.nodes[nid].reclaim_wait[reason as usize]);
+    if reason == Reason::Writeback {
+        k.nodes[nid].nr_writeback_throttled -= 1;
+    }
+    let ret = if why == Wake::Timeout {
+        0
+    } else {
+        expire.saturating_sub(k.jiffies())
+    };
+    let delayed = k.params.jiffies_to_usecs(timeout_j - ret.min(timeout_j));
+    let timeout_us = k.params.jiffies_to_usecs(timeout_j);
+    k.stats.throttled[reason as usize] += 1;
+    if k.profile.tp_throttled {
+        crate::trace!(
+            k,
+            "mm_vmscan_throttled",
+            "nid={} usec_timeout={} usect_delayed={} reason={}",
+            nid,
+            timeout_us,
+            delayed,
+            reason.name()
+        );
+    }
+}
+
+/// `congestion_wait(sync, timeout)` or, with `only_if_congested`,
+/// `wait_iff_congested(sync, timeout)` (mm/backing-dev.c, 5.15).
+pub async fn congestion_wait(w: &World, sync: usize, timeout_us: u64, only_if_congested: bool) {
+    let (start, j) = {
+        let k = w.k();
+        (k.jiffies(), k.params.usecs_to_jiffies(timeout_us))
+    };
+    let sleep = !only_if_congested || w.k().nr_wb_congested[sync] > 0;
+    if sleep {
+        let deadline = {
+            let mut k = w.k();
+            let k = &mut *k;
+            k.exec.prepare_to_wait(&mut k.congestion_wqh[sync]);
+            k.timeout_deadline(j).1
+        };
+        w.block(Some(deadline)).await;
+        {
+            let mut k = w.k();
+            let k = &mut *k;
+            k.exec.finish_wait(&mut k.congestion_wqh[sync]);
+        }
+        wake_cost(w).await;
+    } else {
+        // cond_resched(): yield the CPU if someone waits for it.
+        let busy = {
+            let k = w.k();
+            !k.cpus.runqueue.is_empty()
+        };
+        if busy {
+            wake_cost(w).await;
+        }
+    }
+    let mut k = w.k();
+    let delayed = k.params.jiffies_to_usecs(k.jiffies() - start);
+    let timeout = k.params.jiffies_to_usecs(j);
+    if only_if_congested {
+        k.stats.wait_iff_congested += 1;
+        if k.profile.tp_wait_iff_congested {
+            crate::trace!(
+                k,
+                "writeback_wait_iff_congested",
+                "usec_timeout={} usec_delayed={}",
+                timeout,
+                delayed
+            );
+        }
+    } else {
+        k.stats.congestion_wait += 1;
+        if k.profile.tp_congestion_wait {
+            crate::trace!(
+                k,
+                "writeback_congestion_wait",
+                "usec_timeout={} usec_delayed={}",
+                timeout,
+                delayed
+            );
+        }
+    }
+}

@@ -1,0 +1,546 @@
+//! The list-level reclaim functions: isolation, `shrink_active_list`,
+//! `shrink_inactive_list`, and the per-page decision tree of
+//! `shrink_folio_list` (5.15's `shrink_page_list`) with `pageout`.
+//!
+//! Timing: pages are isolated, their fate is decided, the CPU cost of the
+//! batch is paid *while they are still isolated* (so concurrent reclaimers see
+//! `NR_ISOLATED_*` high, which is what `too_many_isolated` measures), then
+//! survivors go back to the LRU, the rest are freed, and writes are submitted.
+//! Mappings are updated at decision time (as the page lock would), so a task
+//! faulting meanwhile never finds a page that is about to be freed.
+
+use super::{ScanControl, SWAP_CLUSTER_MAX};
+use crate::block::{submit_bio, ReqKind, BLK_RW_ASYNC};
+use crate::engine::World;
+use crate::mm::anon::ORPHAN;
+use crate::mm::page::{pg, Lru, Pfn};
+use crate::mm::swap::SHADOW;
+use crate::mm::{NodeStat, PGDAT_DIRTY, PGDAT_WRITEBACK};
+use crate::sched::run_on_cpu;
+use crate::throttle::throttle_at;
+use crate::vmstat::Ev;
+use crate::Kernel;
+
+/// Where a page goes after `shrink_folio_list`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verdict {
+    /// Freed (`free_it`).
+    Free,
+    /// Back to the active list (`activate_locked`).
+    Activate,
+    /// Back to the inactive list (`keep`).
+    Keep,
+}
+
+/// `enum page_references`
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FolioReferences {
+    Reclaim,
+    ReclaimClean,
+    Keep,
+    Activate,
+}
+
+/// `struct reclaim_stat`
+#[derive(Clone, Copy, Debug, Default)]
+struct ReclaimStat {
+    nr_dirty: u64,
+    nr_unqueued_dirty: u64,
+    nr_congested: u64,
+    nr_writeback: u64,
+    nr_immediate: u64,
+    nr_pageout: u64,
+    nr_activate: [u64; 2],
+    nr_ref_keep: u64,
+    nr_unmap_fail: u64,
+}
+
+/// A write `pageout` queued: device, kind, device position, page.
+type PendingWrite = (usize, ReqKind, u64, Pfn);
+
+impl Kernel {
+    /// `isolate_lru_folios`: takes up to `nr_to_scan` pages from the tail of
+    /// `lru`. Returns the pages and the number scanned.
+    fn isolate_lru_folios(
+        &mut self,
+        nid: usize,
+        memcg: usize,
+        lru: Lru,
+        nr_to_scan: u64,
+    ) -> Vec<Pfn> {
+        let mut taken = Vec::with_capacity(nr_to_scan as usize);
+        for _ in 0..nr_to_scan {
+            let tail = self.nodes[nid].lruvecs[memcg].lists[lru as usize].tail;
+            if tail == crate::mm::page::NO_PFN {
+                break;
+            }
+            self.nodes[nid].lruvecs[memcg].lists[lru as usize].remove(&mut self.frames, tail);
+            let p = self.frames.get_mut(tail);
+            p.clear(pg::LRU);
+            p.set(pg::ISOLATED);
+            taken.push(tail);
+        }
+        let n = taken.len() as i64;
+        let item = if lru.is_file() {
+            NodeStat::NrIsolatedFile
+        } else {
+            NodeStat::NrIsolatedAnon
+        };
+        self.nodes[nid].mod_state(item, n);
+        taken
+    }
+
+    /// `move_folios_to_lru` / `putback_lru_page` for one page, freeing pages
+    /// whose mapping went away while they were isolated.
+    fn putback(&mut self, pfn: Pfn) {
+        let p = self.frames.get_mut(pfn);
+        p.clear(pg::ISOLATED);
+        if p.owner == ORPHAN && !p.test(pg::FILE) && !p.test(pg::WRITEBACK) {
+            if p.test(pg::SWAPCACHE) {
+                self.delete_from_swap_cache(pfn);
+            }
+            self.free_page(pfn);
+            return;
+        }
+        self.lru_add(pfn);
+    }
+
+    /// `too_many_isolated` (5.15; 5.16 adds the ISOLATED wake-up).
+    fn too_many_isolated(&mut self, nid: usize, file: bool, sc: &ScanControl) -> bool {
+        if self.current_is_kswapd() || !sc.writeback_throttling_sane() {
+            return false;
+        }
+        let node = &self.nodes[nid];
+        let (mut inactive, isolated) = if file {
+            (
+                node.lru_pages(Lru::InactiveFile),
+                node.state(NodeStat::NrIsolatedFile),
+            )
+        } else {
+            (
+                node.lru_pages(Lru::InactiveAnon),
+                node.state(NodeStat::NrIsolatedAnon),
+            )
+        };
+        if sc.gfp.io && sc.gfp.fs {
+            inactive >>= 3;
+        }
+        let too_many = isolated.max(0) as u64 > inactive;
+        if !too_many {
+            self.wake_throttle_isolated(nid);
+        }
+        too_many
+    }
+
+    /// `folio_check_references` (5.15 `page_check_references`).
+    fn folio_check_references(&mut self, pfn: Pfn) -> FolioReferences {
+        let anon = !self.frames.get(pfn).test(pg::FILE);
+        let referenced_ptes = if anon {
+            self.anon_referenced(pfn).unwrap_or(0)
+        } else {
+            0
+        };
+        let p = self.frames.get_mut(pfn);
+        let referenced_page = p.test(pg::REFERENCED);
+        p.clear(pg::REFERENCED);
+        if referenced_ptes > 0 {
+            p.set(pg::REFERENCED);
+            if referenced_page || referenced_ptes > 1 {
+                return FolioReferences::Activate;
+            }
+            return FolioReferences::Keep;
+        }
+        if referenced_page && !p.test(pg::SWAPBACKED) {
+            return FolioReferences::ReclaimClean;
+        }
+        FolioReferences::Reclaim
+    }
+
+    /// `pageout`: starts writeback of a dirty page (`->writepage` with
+    /// `for_reclaim`); the page stays on the inactive list under writeback.
+    fn pageout(&mut self, pfn: Pfn, writes: &mut Vec<PendingWrite>) {
+        let p = self.frames.get(pfn);
+        let file = p.test(pg::FILE);
+        let nid = p.nid as usize;
+        if file {
+            self.clear_page_dirty_for_io(pfn);
+        } else {
+            self.frames.get_mut(pfn).clear(pg::DIRTY);
+        }
+        let p = self.frames.get_mut(pfn);
+        p.set(pg::WRITEBACK | pg::RECLAIM);
+        self.nodes[nid].mod_state(NodeStat::NrWriteback, 1);
+        self.count(Ev::NrVmscanWrite, 1);
+        self.count(Ev::Pgpgout, 4);
+        let p = *self.frames.get(pfn);
+        if file {
+            let f = &self.files[p.owner as usize];
+            writes.push((f.dev, ReqKind::FileWrite, f.pos + u64::from(p.index), pfn));
+        } else {
+            self.count(Ev::Pswpout, 1);
+            writes.push((
+                self.swap.dev,
+                ReqKind::SwapOut,
+                self.swap.base_pos + u64::from(p.swap),
+                pfn,
+            ));
+        }
+    }
+
+    /// `shrink_folio_list` (5.15 `shrink_page_list`): decides the fate of
+    /// each isolated page. Returns verdicts and pages reclaimed.
+    fn shrink_folio_list(
+        &mut self,
+        pages: &[Pfn],
+        nid: usize,
+        sc: &mut ScanControl,
+        stat: &mut ReclaimStat,
+        writes: &mut Vec<PendingWrite>,
+    ) -> (Vec<Verdict>, u64) {
+        let is_kswapd = self.current_is_kswapd();
+        let mut verdicts = Vec::with_capacity(pages.len());
+        let mut nr_reclaimed = 0;
+        for &pfn in pages {
+            let v = self.shrink_one(pfn, nid, sc, stat, writes, is_kswapd);
+            if v == Verdict::Free {
+                nr_reclaimed += 1;
+            }
+            verdicts.push(v);
+        }
+        (verdicts, nr_reclaimed)
+    }
+
+    fn shrink_one(
+        &mut self,
+        pfn: Pfn,
+        nid: usize,
+        sc: &mut ScanControl,
+        stat: &mut ReclaimStat,
+        writes: &mut Vec<PendingWrite>,
+        is_kswapd: bool,
+    ) -> Verdict {
+        let flags = self.frames.get(pfn).flags;
+        let file = flags & pg::FILE != 0;
+        // A page whose mapping went away while it was isolated or under
+        // writeback: nothing maps it; drop it (or let writeback end first).
+        if self.frames.get(pfn).owner == ORPHAN && !file {
+            if flags & pg::WRITEBACK != 0 {
+                return Verdict::Keep;
+            }
+            if flags & pg::SWAPCACHE != 0 {
+                self.delete_from_swap_cache(pfn);
+            }
+            return Verdict::Free;
+        }
+        // folio_trylock() fails on pages under read I/O.
+        if flags & pg::LOCKED != 0 {
+            return Verdict::Keep;
+        }
+        sc.nr_scanned += 1;
+        if flags & pg::UNEVICTABLE != 0 {
+            return Verdict::Activate;
+        }
+        let may_enter_fs = sc.gfp.fs || (flags & pg::SWAPCACHE != 0 && sc.gfp.io);
+        // folio_check_dirty_writeback(): anon pages are never "dirty" here.
+        let dirty = file && flags & pg::DIRTY != 0;
+        let writeback = file && flags & pg::WRITEBACK != 0;
+        if dirty || writeback {
+            stat.nr_dirty += 1;
+        }
+        if dirty && !writeback {
+            stat.nr_unqueued_dirty += 1;
+        }
+        // 5.15: inode_write_congested() of the backing device, or a page
+        // already marked for immediate reclaim still under writeback.
+        let inode_congested = file
+            && self.devs[self.files[self.frames.get(pfn).owner as usize].dev].congested
+                [BLK_RW_ASYNC];
+        if ((dirty || writeback) && inode_congested) || (writeback && flags & pg::RECLAIM != 0) {
+            stat.nr_congested += 1;
+        }
+        if flags & pg::WRITEBACK != 0 {
+            // Case 1: kswapd meets a PG_reclaim page again while the node is
+            // flagged as having pages under writeback at the LRU tail.
+            if is_kswapd && flags & pg::RECLAIM != 0 && self.nodes[nid].flags & PGDAT_WRITEBACK != 0
+            {
+                stat.nr_immediate += 1;
+                return self.activate(pfn, stat);
+            }
+            // Case 2: mark it for immediate reclaim and move on. (Case 3, the
+            // synchronous wait of cgroup v1 limit reclaim, needs memcg.)
+            self.frames.get_mut(pfn).set(pg::RECLAIM);
+            stat.nr_writeback += 1;
+            return self.activate(pfn, stat);
+        }
+        let references = self.folio_check_references(pfn);
+        match references {
+            FolioReferences::Activate => return self.activate(pfn, stat),
+            FolioReferences::Keep => {
+                stat.nr_ref_keep += 1;
+                return Verdict::Keep;
+            }
+            FolioReferences::Reclaim | FolioReferences::ReclaimClean => {}
+        }
+        let mut may_enter_fs = may_enter_fs;
+        if !file && self.frames.get(pfn).flags & pg::SWAPCACHE == 0 {
+            if !sc.gfp.io {
+                return Verdict::Keep;
+            }
+            if !self.add_to_swap(pfn) {
+                return self.activate(pfn, stat);
+            }
+            may_enter_fs = true;
+        }
+        if !file {
+            // try_to_unmap(): always succeeds for our private anon pages.
+            self.anon_unmap(pfn);
+        }
+        if self.frames.get(pfn).test(pg::DIRTY) {
+            let p = self.frames.get(pfn);
+            if file
+                && (!is_kswapd || !p.test(pg::RECLAIM) || self.nodes[nid].flags & PGDAT_DIRTY == 0)
+            {
+                // Direct reclaim never writes file pages; kswapd only on the
+                // second encounter while PGDAT_DIRTY is set.
+                self.count(Ev::NrVmscanImmediateReclaim, 1);
+                self.frames.get_mut(pfn).set(pg::RECLAIM);
+                return self.activate(pfn, stat);
+            }
+            if references == FolioReferences::ReclaimClean || !may_enter_fs || !sc.may_writepage {
+                return Verdict::Keep;
+            }
+            self.pageout(pfn, writes);
+            stat.nr_pageout += 1;
+            return Verdict::Keep;
+        }
+        // __remove_mapping(): leave a shadow entry, free the page.
+        if file {
+            self.remove_file_page(pfn);
+        } else {
+            let shadow = self.workingset_eviction(pfn);
+            let slot = self.frames.get(pfn).swap;
+            self.frames.get_mut(pfn).clear(pg::SWAPCACHE);
+            self.nodes[nid].mod_state(NodeStat::NrSwapcache, -1);
+            self.swap.cache[slot as usize] = SHADOW | shadow;
+        }
+        Verdict::Free
+    }
+
+    /// `activate_locked`
+    fn activate(&mut self, pfn: Pfn, stat: &mut ReclaimStat) -> Verdict {
+        let p = self.frames.get_mut(pfn);
+        if !p.test(pg::MLOCKED) {
+            p.set(pg::ACTIVE);
+            stat.nr_activate[usize::from(p.test(pg::FILE))] += 1;
+        }
+        Verdict::Activate
+    }
+
+    /// Frees a page reclaim decided to free.
+    fn free_reclaimed(&mut self, pfn: Pfn) {
+        let p = self.frames.get_mut(pfn);
+        p.clear(pg::ISOLATED);
+        self.free_page(pfn);
+    }
+}
+
+/// Submits the writes `pageout` queued, merging adjacent pages per device
+/// (the block plug of `shrink_lruvec`).
+async fn submit_pageouts(w: &World, mut writes: Vec<PendingWrite>) {
+    writes.sort_by_key(|&(d, _, pos, _)| (d, pos));
+    let mut i = 0;
+    while i < writes.len() {
+        let (d, kind, pos, _) = writes[i];
+        let mut j = i + 1;
+        while j < writes.len()
+            && j - i < 128
+            && writes[j].0 == d
+            && writes[j].1 == kind
+            && writes[j].2 == pos + (j - i) as u64
+        {
+            j += 1;
+        }
+        let pages: Vec<Pfn> = writes[i..j].iter().map(|w| w.3).collect();
+        submit_bio(w, d, kind, pages, pos, false).await;
+        i = j;
+    }
+}
+
+/// `shrink_inactive_list` (5.15; the too-many-isolated stall per profile).
+pub(super) async fn shrink_inactive_list(
+    w: &World,
+    nr_to_scan: u64,
+    nid: usize,
+    memcg: usize,
+    sc: &mut ScanControl,
+    lru: Lru,
+) -> u64 {
+    let file = lru.is_file();
+    let mut stalled = false;
+    loop {
+        let too_many = w.k().too_many_isolated(nid, file, sc);
+        if !too_many {
+            break;
+        }
+        if stalled {
+            return 0;
+        }
+        stalled = true;
+        let site = w.k().profile.too_many_isolated;
+        throttle_at(w, site, nid).await;
+        if w.k().current().killed {
+            return SWAP_CLUSTER_MAX;
+        }
+    }
+    let (pages, is_kswapd) = {
+        let mut k = w.k();
+        let pages = k.isolate_lru_folios(nid, memcg, lru, nr_to_scan);
+        let n = pages.len() as u64;
+        let is_kswapd = k.current_is_kswapd();
+        if !sc.cgroup_reclaim() {
+            k.count(
+                if is_kswapd {
+                    Ev::PgscanKswapd
+                } else {
+                    Ev::PgscanDirect
+                },
+                n,
+            );
+        }
+        k.count(if file { Ev::PgscanFile } else { Ev::PgscanAnon }, n);
+        (pages, is_kswapd)
+    };
+    let nr_taken = pages.len() as u64;
+    if nr_taken == 0 {
+        return 0;
+    }
+    let mut stat = ReclaimStat::default();
+    let mut writes = Vec::new();
+    let (verdicts, nr_reclaimed) = w
+        .k()
+        .shrink_folio_list(&pages, nid, sc, &mut stat, &mut writes);
+    // The batch's CPU cost is paid while the pages are still isolated.
+    let cost = {
+        let k = w.k();
+        let p = &k.params;
+        nr_taken * p.cost_scan_ns
+            + nr_reclaimed * p.cost_reclaim_ns
+            + writes.len() as u64 * p.cost_io_submit_ns
+    };
+    run_on_cpu(w, 0, cost).await;
+    {
+        let mut k = w.k();
+        let mut nr_activate = 0;
+        for (&pfn, &v) in pages.iter().zip(&verdicts) {
+            match v {
+                Verdict::Free => k.free_reclaimed(pfn),
+                Verdict::Activate => {
+                    nr_activate += 1;
+                    k.putback(pfn)
+                }
+                Verdict::Keep => k.putback(pfn),
+            }
+        }
+        k.count(Ev::Pgactivate, nr_activate);
+        let item = if file {
+            NodeStat::NrIsolatedFile
+        } else {
+            NodeStat::NrIsolatedAnon
+        };
+        k.nodes[nid].mod_state(item, -(nr_taken as i64));
+        if !sc.cgroup_reclaim() {
+            k.count(
+                if is_kswapd {
+                    Ev::PgstealKswapd
+                } else {
+                    Ev::PgstealDirect
+                },
+                nr_reclaimed,
+            );
+        }
+        k.count(
+            if file {
+                Ev::PgstealFile
+            } else {
+                Ev::PgstealAnon
+            },
+            nr_reclaimed,
+        );
+        k.lru_note_cost(nid, memcg, file, stat.nr_pageout);
+        // The whole batch was dirty file pages nobody queued for IO: the
+        // flushers are behind; nudge them (wakeup_flusher_threads(WB_REASON_VMSCAN)).
+        if stat.nr_unqueued_dirty == nr_taken {
+            k.wakeup_flusher_threads();
+        }
+        sc.nr.dirty += stat.nr_dirty;
+        sc.nr.congested += stat.nr_congested;
+        sc.nr.unqueued_dirty += stat.nr_unqueued_dirty;
+        sc.nr.writeback += stat.nr_writeback;
+        sc.nr.immediate += stat.nr_immediate;
+        sc.nr.taken += nr_taken;
+        if file {
+            sc.nr.file_taken += nr_taken;
+        }
+        if k.trace_cfg.verbose {
+            crate::trace!(
+                k,
+                "mm_vmscan_lru_shrink_inactive",
+                "nid={} nr_scanned={} nr_reclaimed={} nr_dirty={} nr_writeback={} nr_congested={} nr_immediate={} nr_activate_anon={} nr_activate_file={} nr_ref_keep={} nr_unmap_fail={} priority={} flags=RECLAIM_WB_{}|RECLAIM_WB_ASYNC",
+                nid, nr_taken, nr_reclaimed, stat.nr_dirty, stat.nr_writeback, stat.nr_congested, stat.nr_immediate,
+                stat.nr_activate[0], stat.nr_activate[1], stat.nr_ref_keep, stat.nr_unmap_fail, sc.priority,
+                if file { "FILE" } else { "ANON" }
+            );
+        }
+    }
+    if !writes.is_empty() {
+        submit_pageouts(w, writes).await;
+    }
+    nr_reclaimed
+}
+
+/// `shrink_active_list` (5.15): deactivates every isolated page except
+/// referenced executable file pages (none in these workloads).
+pub(super) async fn shrink_active_list(
+    w: &World,
+    nr_to_scan: u64,
+    nid: usize,
+    memcg: usize,
+    sc: &mut ScanControl,
+    lru: Lru,
+) {
+    let pages = {
+        let mut k = w.k();
+        let pages = k.isolate_lru_folios(nid, memcg, lru, nr_to_scan);
+        if !sc.cgroup_reclaim() {
+            k.count(Ev::Pgrefill, pages.len() as u64);
+        }
+        pages
+    };
+    if pages.is_empty() {
+        return;
+    }
+    let cost = pages.len() as u64 * w.k().params.cost_scan_ns;
+    run_on_cpu(w, 0, cost).await;
+    let mut k = w.k();
+    let n = pages.len() as u64;
+    for &pfn in &pages {
+        if !k.frames.get(pfn).test(pg::FILE) {
+            // folio_referenced() clears the young bits; the result only
+            // matters for VM_EXEC file pages.
+            let _ = k.anon_referenced(pfn);
+        }
+        let p = k.frames.get_mut(pfn);
+        if !p.test(pg::UNEVICTABLE) {
+            p.clear(pg::ACTIVE);
+            p.set(pg::WORKINGSET);
+        }
+        k.putback(pfn);
+    }
+    k.count(Ev::Pgdeactivate, n);
+    let item = if lru.is_file() {
+        NodeStat::NrIsolatedFile
+    } else {
+        NodeStat::NrIsolatedAnon
+    };
+    k.nodes[nid].mod_state(item, -(n as i64));
+}

@@ -1,0 +1,363 @@
+//! Writeback: the per-device flusher (`wb_workfn` → `wb_do_writeback`),
+//! dirty limits and `balance_dirty_pages` throttling of dirtiers, and the end
+//! of writeback (`folio_end_writeback`).
+//!
+//! Follows fs/fs-writeback.c and mm/page-writeback.c (5.15/6.1).
+//! Simplifications: one `bdi_writeback` per device (no cgroup writeback);
+//! the flusher writes inodes in dirtied order, `MAX_WRITEBACK_PAGES` per
+//! inode per round, resuming at `writeback_index`; `balance_dirty_pages`
+//! uses the global position control (`pos_ratio`, a cubic around the
+//! setpoint between freerun and the limit) with a dirty rate limit of the
+//! device's write bandwidth shared by the active dirtiers, pauses capped at
+//! `max(HZ/5, 1)`; no per-wb share, no bandwidth estimation.
+
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+use crate::block::{submit_bio, ReqKind};
+use crate::engine::{TaskId, WaitQueue, World};
+use crate::mm::anon::ORPHAN;
+use crate::mm::page::{pg, Lru, Pfn};
+use crate::mm::{NodeStat, WMARK_HIGH};
+use crate::sched::run_on_cpu;
+use crate::vmstat::Ev;
+use crate::Kernel;
+
+/// `MAX_WRITEBACK_PAGES`: pages written per inode per round.
+pub const MAX_WRITEBACK_PAGES: u64 = 1024;
+/// Largest request the flusher builds (512 KiB, a common `max_sectors_kb`).
+const MAX_REQUEST_PAGES: usize = 128;
+
+/// A device's writeback state (`bdi_writeback`).
+#[derive(Debug, Default)]
+pub struct Bdi {
+    /// Dirty inodes (file ids), oldest first (`b_dirty`).
+    pub b_dirty: VecDeque<u32>,
+    /// `WB_start_all`: write everything (vmscan's request).
+    pub start_all: bool,
+    /// The flusher sleeps here.
+    pub wait: WaitQueue,
+    /// The flusher task.
+    pub flusher: Option<TaskId>,
+    /// Last kupdate-style flush.
+    pub last_old_flush: u64,
+    /// Dirtiers seen by `balance_dirty_pages` recently: (task, time).
+    pub dirtiers: Vec<(TaskId, u64)>,
+}
+
+impl Kernel {
+    /// `global_dirty_limits` → (thresh, bg_thresh) in pages, from
+    /// `global_dirtyable_memory` = free + file LRU − high watermarks.
+    pub fn dirty_thresholds(&self) -> (u64, u64) {
+        let mut avail: i64 = 0;
+        for n in &self.nodes {
+            avail += n.nr_free() as i64
+                + (n.lru_pages(Lru::InactiveFile) + n.lru_pages(Lru::ActiveFile)) as i64;
+            avail -= n.wmark[WMARK_HIGH] as i64;
+        }
+        let avail = avail.max(1) as u64;
+        let thresh = self.params.dirty_ratio * avail / 100;
+        let mut bg = self.params.dirty_background_ratio * avail / 100;
+        if bg >= thresh {
+            bg = thresh / 2;
+        }
+        (thresh, bg)
+    }
+
+    fn nr_dirty(&self) -> u64 {
+        self.nodes
+            .iter()
+            .map(|n| n.state(NodeStat::NrFileDirty))
+            .sum::<i64>()
+            .max(0) as u64
+    }
+
+    fn nr_writeback(&self) -> u64 {
+        self.nodes
+            .iter()
+            .map(|n| n.state(NodeStat::NrWriteback))
+            .sum::<i64>()
+            .max(0) as u64
+    }
+
+    /// Wakes device `d`'s flusher.
+    fn wake_flusher(&mut self, d: usize) {
+        let mut wq = std::mem::take(&mut self.bdis[d].wait);
+        self.exec.wake_up_all(&mut wq);
+        self.bdis[d].wait = wq;
+    }
+
+    /// `wakeup_flusher_threads(WB_REASON_VMSCAN)`: every flusher writes all.
+    pub fn wakeup_flusher_threads(&mut self) {
+        for d in 0..self.bdis.len() {
+            if !self.bdis[d].b_dirty.is_empty() {
+                self.bdis[d].start_all = true;
+                self.wake_flusher(d);
+            }
+        }
+    }
+
+    /// `folio_end_writeback` (5.16): rotate a `PG_reclaim` page to the
+    /// inactive tail, clear writeback, account the written page for WRITEBACK
+    /// throttling.
+    pub fn folio_end_writeback(&mut self, pfn: Pfn) {
+        let p = self.frames.get(pfn);
+        let nid = p.nid as usize;
+        if p.test(pg::RECLAIM) {
+            self.frames.get_mut(pfn).clear(pg::RECLAIM);
+            self.folio_rotate_reclaimable(pfn);
+        }
+        let p = self.frames.get_mut(pfn);
+        debug_assert!(p.test(pg::WRITEBACK));
+        p.clear(pg::WRITEBACK);
+        self.nodes[nid].mod_state(NodeStat::NrWriteback, -1);
+        self.count(Ev::NrWritten, 1);
+        let p = self.frames.get(pfn);
+        if p.owner == ORPHAN && !p.test(pg::FILE) && !p.test(pg::ISOLATED) {
+            // Its mapping went away during the write: the last reference drops.
+            self.lru_del(pfn);
+            if self.frames.get(pfn).test(pg::SWAPCACHE) {
+                self.delete_from_swap_cache(pfn);
+            }
+            self.free_page(pfn);
+        }
+        self.acct_reclaim_writeback(nid);
+    }
+
+    /// Picks up to `budget` dirty pages of the first dirty inode of device
+    /// `d` (`writeback_sb_inodes` → `write_cache_pages`), marks them under
+    /// writeback and returns them grouped into requests.
+    fn writeback_one_inode(
+        &mut self,
+        d: usize,
+        budget: u64,
+        older_than: Option<u64>,
+    ) -> Vec<(Vec<Pfn>, u64)> {
+        let Some(&f) = self.bdis[d].b_dirty.front() else {
+            return Vec::new();
+        };
+        let file = &self.files[f as usize];
+        if let (Some(limit), Some(when)) = (older_than, file.dirtied_when) {
+            if when > limit {
+                return Vec::new();
+            }
+        }
+        self.bdis[d].b_dirty.pop_front();
+        let size = file.size;
+        let start = file.writeback_index % size.max(1);
+        let mut reqs: Vec<(Vec<Pfn>, u64)> = Vec::new();
+        let mut written = 0u64;
+        let mut idx = start;
+        let mut steps = 0u32;
+        while written < budget && steps < size && self.files[f as usize].nr_dirty > 0 {
+            let e = self.files[f as usize].cache[idx as usize];
+            if e & crate::mm::swap::SHADOW == 0 && e != crate::mm::swap::SLOT_EMPTY {
+                let p = self.frames.get(e);
+                if p.test(pg::DIRTY) && !p.test(pg::WRITEBACK) {
+                    self.clear_page_dirty_for_io(e);
+                    let nid = self.frames.get(e).nid as usize;
+                    self.frames.get_mut(e).set(pg::WRITEBACK);
+                    self.nodes[nid].mod_state(NodeStat::NrWriteback, 1);
+                    let pos = self.files[f as usize].pos + u64::from(idx);
+                    match reqs.last_mut() {
+                        Some((pages, p0))
+                            if *p0 + pages.len() as u64 == pos
+                                && pages.len() < MAX_REQUEST_PAGES =>
+                        {
+                            pages.push(e)
+                        }
+                        _ => reqs.push((vec![e], pos)),
+                    }
+                    written += 1;
+                }
+            }
+            idx += 1;
+            steps += 1;
+            if idx >= size {
+                idx = 0;
+                // A wrap ends the request run.
+            }
+        }
+        let file = &mut self.files[f as usize];
+        file.writeback_index = idx;
+        if file.nr_dirty > 0 {
+            // requeue_inode(): more to write, back of the queue.
+            self.bdis[d].b_dirty.push_back(f);
+        } else {
+            file.on_dirty_list = false;
+        }
+        self.count(Ev::Pgpgout, written * 4);
+        reqs
+    }
+
+    /// `wb_over_bg_thresh`
+    fn over_bg_thresh(&self) -> bool {
+        let (_, bg) = self.dirty_thresholds();
+        self.nr_dirty() > bg
+    }
+}
+
+/// The flusher of device `d` (`wb_workfn`).
+pub async fn flusher(w: Rc<World>, d: usize) {
+    loop {
+        // wb_do_writeback(): start_all, then kupdate (old data), then background.
+        let work = {
+            let mut k = w.k();
+            let now = k.exec.now();
+            let interval = k.params.dirty_writeback_centisecs * 10_000_000;
+            let expire = k.params.dirty_expire_centisecs * 10_000_000;
+            if k.bdis[d].b_dirty.is_empty() {
+                None
+            } else if k.bdis[d].start_all {
+                k.bdis[d].start_all = false;
+                Some((u64::MAX, None))
+            } else if k.over_bg_thresh() {
+                Some((MAX_WRITEBACK_PAGES, None))
+            } else if interval > 0 && now >= k.bdis[d].last_old_flush + interval {
+                k.bdis[d].last_old_flush = now;
+                Some((u64::MAX, Some(now.saturating_sub(expire))))
+            } else {
+                None
+            }
+        };
+        match work {
+            Some((budget, older_than)) => {
+                // Write inode by inode until the budget or the condition ends.
+                let mut left = budget;
+                loop {
+                    let reqs =
+                        w.k()
+                            .writeback_one_inode(d, left.min(MAX_WRITEBACK_PAGES), older_than);
+                    if reqs.is_empty() {
+                        break;
+                    }
+                    let n: u64 = reqs.iter().map(|r| r.0.len() as u64).sum();
+                    let cost = n * w.k().params.cost_io_submit_ns;
+                    run_on_cpu(&w, 0, cost).await;
+                    for (pages, pos) in reqs {
+                        submit_bio(&w, d, ReqKind::FileWrite, pages, pos, false).await;
+                    }
+                    left = left.saturating_sub(n);
+                    let stop = {
+                        let k = w.k();
+                        left == 0
+                            || k.bdis[d].b_dirty.is_empty()
+                            || (budget == MAX_WRITEBACK_PAGES && !k.over_bg_thresh())
+                            || k.bdis[d].start_all
+                    };
+                    if stop {
+                        break;
+                    }
+                }
+            }
+            None => {
+                let deadline = {
+                    let mut k = w.k();
+                    let k = &mut *k;
+                    k.exec.prepare_to_wait(&mut k.bdis[d].wait);
+                    let interval = k.params.dirty_writeback_centisecs * 10_000_000;
+                    (interval > 0).then(|| k.bdis[d].last_old_flush.max(k.exec.now()) + interval)
+                };
+                w.block(deadline).await;
+                let mut k = w.k();
+                let k = &mut *k;
+                k.exec.finish_wait(&mut k.bdis[d].wait);
+            }
+        }
+    }
+}
+
+/// `balance_dirty_pages_ratelimited`: calls `balance_dirty_pages` every
+/// `nr_dirtied_pause` pages the task dirtied.
+pub async fn balance_dirty_pages_ratelimited(w: &World) {
+    let go = {
+        let k = w.k();
+        let t = k.current();
+        t.nr_dirtied >= t.nr_dirtied_pause
+    };
+    if go {
+        balance_dirty_pages(w).await;
+    }
+}
+
+/// `dirty_poll_interval`: how many pages a task may dirty before checking again.
+fn dirty_poll_interval(dirty: u64, thresh: u64) -> u64 {
+    if thresh > dirty {
+        1u64 << ((63 - (thresh - dirty).leading_zeros()) >> 1)
+    } else {
+        1
+    }
+}
+
+/// `balance_dirty_pages` (simplified, see the module doc).
+async fn balance_dirty_pages(w: &World) {
+    loop {
+        let pause_ns = {
+            let mut k = w.k();
+            let k = &mut *k;
+            let (thresh, bg) = k.dirty_thresholds();
+            let nr_dirty = k.nr_dirty();
+            let dirty = nr_dirty + k.nr_writeback();
+            let freerun = (thresh + bg) / 2;
+            let me = k.exec.current();
+            let now = k.exec.now();
+            if dirty <= freerun {
+                let t = k.current_mut();
+                t.nr_dirtied = 0;
+                t.nr_dirtied_pause = dirty_poll_interval(dirty, freerun);
+                return;
+            }
+            let d = k.machine.data_dev();
+            if nr_dirty > bg {
+                k.wake_flusher(d);
+            }
+            let dirtiers = &mut k.bdis[d].dirtiers;
+            dirtiers.retain(|&(t, at)| t != me && now.saturating_sub(at) < 1_000_000_000);
+            dirtiers.push((me, now));
+            let nr_dirtiers = dirtiers.len() as f64;
+            let limit = thresh.max(freerun + 1);
+            let setpoint = (freerun + limit) / 2;
+            let x = (setpoint as f64 - dirty as f64) / ((limit - setpoint) as f64 + 1.0);
+            let pos_ratio = if dirty >= limit {
+                0.0
+            } else {
+                (1.0 + x * x * x).clamp(0.0, 2.0)
+            };
+            let write_bw = 1e9 / k.devs[d].write_ns_per_page; // pages/s
+            let dirty_ratelimit = (write_bw / nr_dirtiers).max(1.0);
+            let task_ratelimit = dirty_ratelimit * pos_ratio;
+            let hz = k.params.hz;
+            let max_pause = (hz / 5).max(1) * k.params.tick_ns();
+            let pages_dirtied = k.current().nr_dirtied.max(1);
+            let pause = if task_ratelimit < 1.0 {
+                max_pause
+            } else {
+                ((pages_dirtied as f64 / task_ratelimit) * 1e9) as u64
+            }
+            .min(max_pause);
+            let pause_j = pause / k.params.tick_ns();
+            let bdi = format!("{}:0", 8 + d * 16);
+            let (pid_pause, kb) = (k.current().nr_dirtied_pause, |p: f64| (p * 4.0) as u64);
+            crate::trace!(
+                k,
+                "balance_dirty_pages",
+                "bdi {}: limit={} setpoint={} dirty={} bdi_setpoint={} bdi_dirty={} dirty_ratelimit={} task_ratelimit={} dirtied={} dirtied_pause={} paused=0 pause={} period={} think=0 cgroup_ino=1",
+                bdi, limit, setpoint, dirty, setpoint, dirty, kb(dirty_ratelimit), kb(task_ratelimit), pages_dirtied, pid_pause, pause_j, pause_j
+            );
+            let t = k.current_mut();
+            t.nr_dirtied = 0;
+            t.nr_dirtied_pause = dirty_poll_interval(dirty.min(limit), limit).max(8);
+            if pause_j == 0 {
+                return;
+            }
+            (pause_j * k.params.tick_ns(), task_ratelimit >= 1.0)
+        };
+        let (p, done) = pause_ns;
+        // io_schedule_timeout(pause) in TASK_KILLABLE.
+        let deadline = w.k().exec.now() + p;
+        w.sleep_until(deadline).await;
+        if done || w.k().current().killed {
+            return;
+        }
+    }
+}
