@@ -9,12 +9,17 @@
 //! `latency.csv` is an error naming the file, the line and what is accepted.
 //!
 //! This is the only file that uses `reclaimlab_record`: `Record::open` reads
-//! and validates the record, `TraceLines` streams the trace zero-copy.
+//! and validates the record, the trace is streamed with its line parser (`parse_trace_line`).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use reclaimlab_record::{Record, RecordError, TraceLines};
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::sync::mpsc;
+
+use flate2::read::MultiGzDecoder;
+use reclaimlab_record::{parse_trace_line, ParseError, Record, RecordError};
 
 use crate::input::{LatencySample, RunInput, RunMeta, TraceStatus, VmstatPoint};
 use crate::ops::Duration;
@@ -107,8 +112,8 @@ pub fn load_run(dir: &Path) -> Result<RunInput, LoadError> {
         })
         .collect();
     let mut agg = StallAggregator::new();
-    let trace = match rec.trace_lines().map_err(from_record)? {
-        Some(mut lines) => read_trace(&mut lines, &mut agg),
+    let trace = match rec.trace_path() {
+        Some(path) => read_trace_file(&path, &mut agg)?,
         None => TraceStatus {
             present: false,
             file: dir.join("trace.txt.gz").display().to_string(),
@@ -181,41 +186,200 @@ fn point(t_s: f64, cols: &[String], row: &[u64]) -> VmstatPoint {
         lru_steal: zone_sum(cols, row, |c| c == "pgsteal_anon" || c == "pgsteal_file"),
     }
 }
-/// Streams a trace into the aggregator: unparsable lines are skipped and
-/// counted (the first few quoted as `file:line: why`); a gzip stream that
-/// ends early stops reading and is reported as truncated.
-pub fn read_trace(lines: &mut TraceLines, agg: &mut StallAggregator) -> TraceStatus {
-    let file = lines.path().display().to_string();
+/// Chunk size handed from the decompressing thread to the parsing thread.
+const CHUNK: usize = 1 << 20;
+
+/// A "line" longer than this (no newline in 16 MiB: not a text trace) is
+/// handed on as it is and reported as garbled, so memory stays bounded.
+const MAX_LINE: usize = 16 << 20;
+
+/// Streams a trace file (gzip or plain, by magic bytes) into the aggregator.
+///
+/// Decompression runs in a helper thread that hands newline-aligned 1 MiB
+/// chunks to this thread through a bounded channel (4 chunks in flight), so
+/// memory stays bounded and gunzip overlaps parsing on a second core. Lines are
+/// parsed by `reclaimlab_record::parse_trace_line`, with `TraceLines`'
+/// semantics: comments, blank and header lines skipped, `[LOST N EVENTS]`
+/// counted, a garbled line skipped, counted and its `file:line` kept (the
+/// first few); a stream that ends early or is corrupt stops reading there and
+/// is reported as truncated.
+pub fn read_trace_file(path: &Path, agg: &mut StallAggregator) -> Result<TraceStatus, LoadError> {
+    let file = path.display().to_string();
+    let mut f = File::open(path).map_err(|e| err(path, None, format!("cannot open: {e}")))?;
+    let mut magic = [0u8; 2];
+    let gz = f
+        .read(&mut magic)
+        .map_err(|e| err(path, None, format!("cannot read: {e}")))?
+        == 2
+        && magic == [0x1f, 0x8b];
+    f.seek(SeekFrom::Start(0))
+        .map_err(|e| err(path, None, format!("cannot read: {e}")))?;
+    let reader: Box<dyn Read + Send> = if gz {
+        Box::new(MultiGzDecoder::new(BufReader::with_capacity(1 << 16, f)))
+    } else {
+        Box::new(f)
+    };
     let mut st = TraceStatus {
         present: true,
         file: file.clone(),
         ..TraceStatus::default()
     };
-    while let Some(r) = lines.next_line() {
-        match r {
-            Ok(line) => match agg.observe_fields(line.event(), line.comm(), |n| line.field(n)) {
-                Ok(true) => st.stall_events += 1,
-                Ok(false) => {}
+    let (tx, rx) = mpsc::sync_channel::<std::io::Result<Vec<u8>>>(4);
+    std::thread::scope(|s| {
+        s.spawn(move || produce_chunks(reader, tx));
+        for msg in rx {
+            match msg {
+                Ok(chunk) => consume_chunk(&chunk, &file, &mut st, agg),
                 Err(e) => {
-                    let at = format!("{file}:{}: {}", lines.line_no(), e.0);
-                    bad(&mut st, at);
+                    st.truncated = Some(format!(
+                        "{file}:{}: the gzip stream is truncated or corrupt after {} complete lines ({e}); stalls are counted up to there (`gzip -t` checks the file)",
+                        st.lines + 1,
+                        st.lines
+                    ));
+                    break;
                 }
-            },
-            Err(e @ RecordError::Gzip { .. }) => {
-                st.truncated = Some(e.to_string());
-                break;
             }
-            Err(e) => bad(&mut st, e.to_string()),
+        }
+    });
+    Ok(st)
+}
+
+fn produce_chunks(
+    mut reader: Box<dyn Read + Send>,
+    tx: mpsc::SyncSender<std::io::Result<Vec<u8>>>,
+) {
+    let mut carry: Vec<u8> = Vec::new();
+    loop {
+        let mut buf = Vec::with_capacity(CHUNK + carry.len() + 4096);
+        buf.append(&mut carry);
+        let mut eof = false;
+        while buf.len() < CHUNK {
+            let start = buf.len();
+            buf.resize(start + 64 * 1024, 0);
+            match reader.read(&mut buf[start..]) {
+                Ok(0) => {
+                    buf.truncate(start);
+                    eof = true;
+                    break;
+                }
+                Ok(n) => buf.truncate(start + n),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => buf.truncate(start),
+                Err(e) => {
+                    buf.truncate(start);
+                    // Complete lines before the error still count.
+                    if let Some(nl) = memchr::memrchr(b'\n', &buf) {
+                        buf.truncate(nl + 1);
+                        if tx.send(Ok(buf)).is_err() {
+                            return;
+                        }
+                    }
+                    let _ = tx.send(Err(e));
+                    return;
+                }
+            }
+        }
+        if eof {
+            if !buf.is_empty() && tx.send(Ok(buf)).is_err() {
+                return;
+            }
+            return;
+        }
+        if let Some(nl) = memchr::memrchr(b'\n', &buf) {
+            carry = buf.split_off(nl + 1);
+        } else if buf.len() < MAX_LINE {
+            // One very long line: keep reading until it ends.
+            carry = buf;
+            continue;
+        }
+        if tx.send(Ok(buf)).is_err() {
+            return;
         }
     }
-    st.lines = lines.line_no();
-    st.lost_events = lines.lost_events();
-    st
+}
+
+fn consume_chunk(chunk: &[u8], file: &str, st: &mut TraceStatus, agg: &mut StallAggregator) {
+    // Validate the whole chunk at once (fast path); fall back per line.
+    if let Ok(text) = std::str::from_utf8(chunk) {
+        let mut start = 0;
+        for nl in memchr::memchr_iter(b'\n', chunk).chain(std::iter::once(chunk.len())) {
+            consume_line(&text[start..nl], file, st, agg);
+            start = nl + 1;
+            if start >= chunk.len() {
+                break;
+            }
+        }
+        return;
+    }
+    for raw in chunk.split_inclusive(|&b| b == b'\n') {
+        match std::str::from_utf8(raw) {
+            Ok(t) => consume_line(t.trim_end_matches('\n'), file, st, agg),
+            Err(_) => {
+                st.lines += 1;
+                bad(
+                    st,
+                    format!(
+                        "{file}:{}: not UTF-8 text; expected an ftrace text line",
+                        st.lines
+                    ),
+                );
+            }
+        }
+    }
+}
+
+fn consume_line(text: &str, file: &str, st: &mut TraceStatus, agg: &mut StallAggregator) {
+    st.lines += 1;
+    let text = text.strip_suffix('\r').unwrap_or(text);
+    match parse_trace_line(text) {
+        Ok(line) => match agg.observe_fields(line.event(), line.comm(), |n| line.field(n)) {
+            Ok(true) => st.stall_events += 1,
+            Ok(false) => {}
+            Err(e) => bad(st, format!("{file}:{}: {}", st.lines, e.0)),
+        },
+        Err(ParseError::LostEvents { lost, .. }) => st.lost_events += lost,
+        Err(e @ ParseError::Garbled(_)) => bad(st, format!("{file}:{}: {e}", st.lines)),
+        Err(_) => {}
+    }
 }
 
 fn bad(st: &mut TraceStatus, at: String) {
     st.bad_lines += 1;
     if st.bad_examples.len() < MAX_BAD_EXAMPLES {
         st.bad_examples.push(at);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chunk_boundaries_lose_no_line() {
+        let dir = std::env::temp_dir().join(format!("reclaimlab-report-chunks-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("trace.txt");
+        let mut text = String::from("# tracer: nop\n");
+        let n = 30_000;
+        for i in 0..n {
+            text.push_str(&format!(
+                "         kswapd0-51    [000] .....  {i}.000000: mm_vmscan_throttled: nid=0 usec_timeout=100000 usect_delayed={} reason=VMSCAN_THROTTLE_WRITEBACK\n",
+                (i % 3) * 4000
+            ));
+        }
+        text.push_str("CPU:1 [LOST 7 EVENTS]\nnot a line\n");
+        // The last line has no newline.
+        text.push_str("fio-9 [001] ..... 9.0: writeback_congestion_wait: usec_timeout=100000 usec_delayed=104000");
+        std::fs::write(&path, &text).unwrap();
+        let mut agg = StallAggregator::new();
+        let st = read_trace_file(&path, &mut agg).unwrap();
+        std::fs::remove_dir_all(&dir).ok();
+        assert_eq!(st.lines, n + 4);
+        assert_eq!(st.stall_events, n + 1);
+        assert_eq!(st.lost_events, 7);
+        assert_eq!(st.bad_lines, 1);
+        assert!(st.bad_examples[0].contains(&format!("trace.txt:{}:", n + 3)), "{:?}", st.bad_examples);
+        assert!(st.truncated.is_none());
+        let s = agg.finish();
+        assert_eq!(s.counts.iter().map(|c| c.count).sum::<u64>(), n + 1);
     }
 }

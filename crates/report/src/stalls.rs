@@ -12,6 +12,7 @@
 //! delay distributions for plots.
 
 use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 
 use serde::Serialize;
 
@@ -69,6 +70,34 @@ pub fn is_kswapd(comm: &str) -> bool {
         .is_some_and(|rest| rest.bytes().all(|b| b.is_ascii_digit()))
 }
 
+/// A small multiply-rotate hasher (FxHash-style) for the tuple keys: the
+/// counts map is hit once per stall line, and SipHash would dominate.
+#[derive(Default, Clone, Copy)]
+struct TupleHasher(u64);
+
+impl Hasher for TupleHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u8(&mut self, i: u8) {
+        self.write_u64(u64::from(i));
+    }
+    fn write_u16(&mut self, i: u16) {
+        self.write_u64(u64::from(i));
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.write_u64(i as u64);
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 struct Key {
     event: StallEvent,
@@ -81,9 +110,9 @@ struct Key {
 /// Streaming counter of stall tuples (bounded memory).
 #[derive(Debug, Default)]
 pub struct StallAggregator {
-    counts: HashMap<Key, u64>,
+    counts: HashMap<Key, u64, BuildHasherDefault<TupleHasher>>,
+    /// Distinct reasons (a handful): a linear scan beats hashing the string.
     reasons: Vec<String>,
-    reason_idx: HashMap<String, u16>,
 }
 
 /// Why a stall line's fields could not be used.
@@ -97,17 +126,15 @@ impl StallAggregator {
     }
 
     fn reason_id(&mut self, reason: &str) -> u16 {
-        if let Some(&id) = self.reason_idx.get(reason) {
-            return id;
+        if let Some(id) = self.reasons.iter().position(|r| r == reason) {
+            return id as u16;
         }
-        let id = u16::try_from(self.reasons.len()).unwrap_or(u16::MAX);
-        if id == u16::MAX {
-            // 65535 distinct reasons is not a kernel trace; fold the rest.
-            return id - 1;
+        if self.reasons.len() >= 1024 {
+            // Not a kernel trace; fold the rest into the last reason seen.
+            return (self.reasons.len() - 1) as u16;
         }
         self.reasons.push(reason.to_string());
-        self.reason_idx.insert(reason.to_string(), id);
-        id
+        (self.reasons.len() - 1) as u16
     }
 
     /// Counts one stall.
@@ -154,7 +181,14 @@ impl StallAggregator {
         let timeout = num("usec_timeout")?;
         let delayed = match event {
             // Accept the spelling without the typo too (importers, patched kernels).
-            StallEvent::Throttled if field("usect_delayed").is_none() => num("usec_delayed")?,
+            StallEvent::Throttled => match field("usect_delayed") {
+                Some(v) => v.parse::<u64>().map_err(|_| {
+                    FieldError(format!(
+                        "{event_name}: field `usect_delayed={v}` is not a non-negative integer"
+                    ))
+                })?,
+                None => num("usec_delayed")?,
+            },
             _ => num(event.delayed_field())?,
         };
         let reason = match event {
