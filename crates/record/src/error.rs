@@ -12,15 +12,14 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 pub enum RecordError {
     /// An operating-system I/O error on a named file or directory.
-    #[error("{}: {what}: {source}", path.display())]
+    #[error("{}: {what}: {err}", path.display())]
     Io {
         /// The file or directory concerned.
         path: PathBuf,
         /// What was being done (`reading`, `creating`, `renaming into place`, ...).
         what: &'static str,
-        /// The underlying error.
-        #[source]
-        source: std::io::Error,
+        /// The underlying error (shown in the message, so not also a `source`).
+        err: std::io::Error,
     },
 
     /// A required file of the record is missing.
@@ -73,7 +72,7 @@ pub enum RecordError {
     /// A compressed file ends early or is corrupt.
     #[error(
         "{}:{line}: the gzip stream is truncated or corrupt after {line} complete lines \
-         ({source}); re-copy or re-capture the file (`gzip -t` checks it)",
+         ({err}); re-copy or re-capture the file (`gzip -t` checks it)",
         path.display()
     )]
     Gzip {
@@ -81,9 +80,8 @@ pub enum RecordError {
         path: PathBuf,
         /// The number of the line being read when the stream broke (1-based).
         line: u64,
-        /// The decoder's error.
-        #[source]
-        source: std::io::Error,
+        /// The decoder's error (shown in the message).
+        err: std::io::Error,
     },
 
     /// An input to be imported has nothing usable in it.
@@ -111,11 +109,11 @@ pub type Result<T, E = RecordError> = std::result::Result<T, E>;
 
 impl RecordError {
     /// Builds an [`RecordError::Io`].
-    pub fn io(path: impl Into<PathBuf>, what: &'static str, source: std::io::Error) -> Self {
+    pub fn io(path: impl Into<PathBuf>, what: &'static str, err: std::io::Error) -> Self {
         RecordError::Io {
             path: path.into(),
             what,
-            source,
+            err,
         }
     }
 

@@ -77,7 +77,7 @@ impl TraceCopy {
                     return Err(RecordError::Gzip {
                         path: src.to_path_buf(),
                         line: line_no,
-                        source: e,
+                        err: e,
                     })
                 }
             };
@@ -463,7 +463,7 @@ fn read_latency_logs(logs: &Path) -> Result<Vec<LatencyLog>> {
             let line = line.map_err(|e| RecordError::Gzip {
                 path: path.clone(),
                 line: ln,
-                source: e,
+                err: e,
             })?;
             let text = std::str::from_utf8(line).unwrap_or("\u{fffd}");
             let mut it = text.split_ascii_whitespace();
@@ -516,7 +516,7 @@ fn parse_sysstate(path: &Path, test: &str, st: &mut SysState) -> Result<()> {
         RecordError::Gzip {
             path: path.to_path_buf(),
             line: 0,
-            source: e,
+            err: e,
         }
     })?;
     let text = String::from_utf8_lossy(&raw);
@@ -579,7 +579,7 @@ fn parse_sysstate(path: &Path, test: &str, st: &mut SysState) -> Result<()> {
             finish(&block, &mut snap, st);
             block = Block::None;
             let f: Vec<&str> = rest.split_whitespace().collect();
-            if f.first() != Some(&test) && f.first().is_some() {
+            if f.first() != Some(&test) && !f.is_empty() {
                 continue;
             }
             let num = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok());

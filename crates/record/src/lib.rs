@@ -10,6 +10,7 @@
 //! ([`import`]). It depends on nothing else of reclaimlab.
 
 pub mod error;
+mod gzthread;
 pub mod import;
 pub mod lines;
 pub mod meta;

@@ -409,7 +409,7 @@ impl TraceLines {
                         RecordError::Gzip {
                             path: self.path.clone(),
                             line: self.line_no + 1,
-                            source: e,
+                            err: e,
                         }
                     };
                     return Some(Err(err));

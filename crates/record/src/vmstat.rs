@@ -135,7 +135,7 @@ impl Vmstat {
         let i = self.index(counter)?;
         let mut rows = self.rows.iter().filter(|r| r.step == step);
         let first = rows.next()?;
-        let last = rows.last()?;
+        let last = rows.next_back()?;
         Some(*last.values.get(i)? as i64 - *first.values.get(i)? as i64)
     }
 

@@ -14,8 +14,7 @@ use std::fs::{self, File};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
-use flate2::write::GzEncoder;
-use flate2::{Compression, GzBuilder};
+use crate::gzthread::GzThread;
 
 use crate::error::{RecordError, Result};
 use crate::meta::RunMeta;
@@ -46,7 +45,8 @@ pub struct RecordWriter {
     vmstat: BufWriter<File>,
     vmstat_cols: Option<usize>,
     latency: BufWriter<File>,
-    trace: Option<GzEncoder<BufWriter<File>>>,
+    /// Compressed on a background thread, fed in large chunks.
+    trace: Option<GzThread>,
     trace_lines: u64,
     vmstat_rows: u64,
     latency_rows: u64,
@@ -270,16 +270,14 @@ impl RecordWriter {
         Ok(())
     }
 
-    fn trace_encoder(&mut self) -> Result<&mut GzEncoder<BufWriter<File>>> {
+    fn trace_encoder(&mut self) -> Result<&mut GzThread> {
         match self.trace {
             Some(ref mut t) => Ok(t),
             None => {
-                let f = create_file(&self.partial_dir, files::TRACE_GZ)?;
-                // No name, mtime 0: deterministic bytes.
-                let enc = GzBuilder::new()
-                    .mtime(0)
-                    .write(f, Compression::new(TRACE_GZIP_LEVEL));
-                Ok(self.trace.insert(enc))
+                let p = self.partial_dir.join(files::TRACE_GZ);
+                let g = GzThread::create(&p, TRACE_GZIP_LEVEL)
+                    .map_err(|e| RecordError::io(&p, "creating", e))?;
+                Ok(self.trace.insert(g))
             }
         }
     }
@@ -331,12 +329,10 @@ impl RecordWriter {
         };
         sync(&mut self.vmstat, self.partial_dir.join(files::VMSTAT_CSV))?;
         sync(&mut self.latency, self.partial_dir.join(files::LATENCY_CSV))?;
-        if let Some(enc) = self.trace.take() {
+        if let Some(g) = self.trace.take() {
             let p = self.partial_dir.join(files::TRACE_GZ);
-            let mut w = enc
-                .finish()
+            g.finish()
                 .map_err(|e| RecordError::io(&p, "compressing", e))?;
-            sync(&mut w, p)?;
         }
         let meta_path = self.partial_dir.join(files::RUN_JSON);
         fs::write(&meta_path, self.meta.to_json())
@@ -399,7 +395,7 @@ impl RecordWriter {
 impl Drop for RecordWriter {
     fn drop(&mut self) {
         if !self.finished {
-            // Drop the encoder first so its file is closed; errors are moot.
+            // Stop the compressor first so its file is closed; errors are moot.
             self.trace.take();
             let _ = fs::remove_dir_all(&self.partial_dir);
         }
