@@ -104,6 +104,12 @@ impl Exec {
     pub fn current(&self) -> TaskId {
         self.current
     }
+    /// Sets the clock before anything runs (a step that continues a record's
+    /// time base).
+    pub fn start_at(&mut self, t: Nanos) {
+        debug_assert!(self.timers.is_empty() && self.now <= t);
+        self.now = t;
+    }
     /// Adds a timer waking task `t` at `at` if its block `seq` is still current.
     pub fn add_timer(&mut self, at: Nanos, t: TaskId, seq: u32) {
         debug_assert!(at >= self.now, "timer set in the past");
@@ -219,6 +225,16 @@ impl World {
     pub fn spawn(&self, t: TaskId, fut: impl Future<Output = ()> + 'static) {
         self.spawned.borrow_mut().push((t, Box::pin(fut)));
         self.k().exec.ready.push_back(t);
+    }
+
+    /// Drops every task future (they hold `Rc<World>`, a cycle), so the
+    /// world can be freed. The world cannot run afterwards.
+    pub fn shutdown(&self) {
+        self.stop.set(true);
+        let futs = std::mem::take(&mut *self.futures.borrow_mut());
+        drop(futs);
+        let sp = std::mem::take(&mut *self.spawned.borrow_mut());
+        drop(sp);
     }
 
     /// Asks [`World::run_until`] to return at the next event.

@@ -102,6 +102,7 @@ impl Kernel {
                 }
             }
             if p.test(pg::FILE)
+                && p.owner != ORPHAN
                 && self.files[p.owner as usize].cache[p.index as usize] != pfn as u32
             {
                 return Err(format!("file pfn {pfn} not in its page cache slot"));

@@ -120,9 +120,8 @@ pub fn boot(cfg: &SimConfig) -> Rc<World> {
         );
         w.k().bdis[d].flusher = Some(t);
         w.spawn(t, writeback::flusher(w.clone(), d));
-        let t = w
-            .k()
-            .new_task(&format!("irq/{}", w.k().devs[d].name), TaskKind::Kthread, 0);
+        let name = format!("irq/{}", w.k().devs[d].name);
+        let t = w.k().new_task(&name, TaskKind::Kthread, 0);
         w.spawn(t, block::device_irq(w.clone(), d));
     }
     w

@@ -1,3 +1,9 @@
-//! Workload definitions: the generic TOML spec and the named workloads.
+//! Workload definitions: the generic TOML spec ([`spec`]), the named
+//! workloads ([`stutterp`]), the simulated worker programs ([`workers`]) and
+//! the runner that drives a simulated kernel through a workload's steps
+//! ([`sim`]).
 
+pub mod sim;
+pub mod spec;
 pub mod stutterp;
+pub mod workers;

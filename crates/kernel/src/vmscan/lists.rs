@@ -230,6 +230,7 @@ impl Kernel {
             if flags & pg::SWAPCACHE != 0 {
                 self.delete_from_swap_cache(pfn);
             }
+            sc.nr_scanned += 1;
             return Verdict::Free;
         }
         // folio_trylock() fails on pages under read I/O.
@@ -313,7 +314,8 @@ impl Kernel {
             stat.nr_pageout += 1;
             return Verdict::Keep;
         }
-        // __remove_mapping(): leave a shadow entry, free the page.
+        // __remove_mapping(): leave a shadow entry, free the page. Until the
+        // batch is freed the frame belongs to no mapping (ORPHAN).
         if file {
             self.remove_file_page(pfn);
         } else {
@@ -323,6 +325,7 @@ impl Kernel {
             self.nodes[nid].mod_state(NodeStat::NrSwapcache, -1);
             self.swap.cache[slot as usize] = SHADOW | shadow;
         }
+        self.frames.get_mut(pfn).owner = ORPHAN;
         Verdict::Free
     }
 

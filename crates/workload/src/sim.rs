@@ -1,0 +1,215 @@
+//! Drives a simulated kernel through a workload: boots it, starts the
+//! workers of each step (writers first, for the warmup), samples
+//! `/proc/vmstat`, drains tracepoint text and latency samples into a
+//! [`Sink`], and reports per-task CPU time.
+//!
+//! Each step runs on a freshly booted machine (mmtests drops caches and
+//! recreates its files between worker counts); steps follow each other on
+//! one time base.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use reclaimlab_kernel::{boot, SimConfig, TaskKind};
+
+use crate::spec::{Spec, WorkerKind, WorkerSpec};
+use crate::workers::{self, Samples};
+
+/// One step of a simulated run.
+#[derive(Clone, Debug)]
+pub struct StepSpec {
+    /// Step number (for stutterp: the worker count).
+    pub step: u32,
+    /// Workers.
+    pub workers: Vec<WorkerSpec>,
+    /// Seconds the warmup workers run alone.
+    pub warmup_s: f64,
+    /// Seconds measured after the warmup.
+    pub duration_s: f64,
+}
+
+impl StepSpec {
+    /// The single step of a generic spec.
+    pub fn from_spec(spec: &Spec) -> StepSpec {
+        StepSpec { step: 1, workers: spec.workers.clone(), warmup_s: spec.warmup_s, duration_s: spec.duration_s }
+    }
+    /// Simulated seconds of this step.
+    pub fn total_s(&self) -> f64 {
+        self.warmup_s + self.duration_s
+    }
+}
+
+/// Receives what a simulation produces.
+pub trait Sink {
+    /// The `/proc/vmstat` names, once, before any sample.
+    fn vmstat_names(&mut self, names: &[&str]);
+    /// One `/proc/vmstat` sample.
+    fn vmstat(&mut self, t_s: f64, step: u32, values: &[u64]);
+    /// Trace text (whole lines).
+    fn trace(&mut self, text: &str);
+    /// One latency sample.
+    fn latency(&mut self, step: u32, metric: &str, t_s: f64, value_us: f64);
+}
+
+/// CPU time of one task.
+#[derive(Clone, Debug)]
+pub struct TaskCpu {
+    /// comm.
+    pub comm: String,
+    /// pid.
+    pub pid: u32,
+    /// Step.
+    pub step: u32,
+    /// User seconds.
+    pub user_s: f64,
+    /// System seconds.
+    pub system_s: f64,
+    /// Kernel thread.
+    pub kthread: bool,
+}
+
+/// What a run leaves besides the sink's data.
+#[derive(Clone, Debug, Default)]
+pub struct RunSummary {
+    /// Per step: (step, start_s, end_s).
+    pub steps: Vec<(u32, f64, f64)>,
+    /// Per-task CPU.
+    pub tasks: Vec<TaskCpu>,
+    /// User seconds of the workload's processes (mmtests' Duration User).
+    pub user_s: f64,
+    /// System seconds of the workload's processes.
+    pub system_s: f64,
+    /// Simulated seconds.
+    pub elapsed_s: f64,
+    /// Executor events processed.
+    pub events: u64,
+    /// Trace lines emitted.
+    pub trace_lines: u64,
+    /// Invariant violation found by the end-of-step check, if any.
+    pub invariant_error: Option<String>,
+}
+
+const NS: f64 = 1e9;
+
+/// Starts the processes of one worker entry.
+fn start_workers(w: &Rc<reclaimlab_kernel::World>, spec: &WorkerSpec, samples: &Samples, nr: &mut u32) {
+    let data_dev = w.k().machine.data_dev();
+    for _ in 0..spec.count {
+        *nr += 1;
+        let comm = match spec.kind {
+            WorkerKind::AnonHog => "memory-hog",
+            WorkerKind::FileWriter | WorkerKind::FileReader => "fio",
+            WorkerKind::MmapLatency => "mmap-latency",
+        };
+        let nid = *nr % w.k().machine.nodes;
+        let t = w.k().new_task(comm, TaskKind::User, nid);
+        let seed = w.k().random() | 1;
+        match spec.kind {
+            WorkerKind::AnonHog => {
+                let pages = (spec.size_mib * 256).min(u64::from(u32::MAX / 2)) as u32;
+                w.spawn(t, workers::anon_hog(w.clone(), pages));
+            }
+            WorkerKind::FileWriter | WorkerKind::FileReader => {
+                let file_pages = (spec.file_mib * 256) as u32;
+                let files: Vec<u32> = (0..spec.files).map(|_| w.k().create_file(data_dev, file_pages)).collect();
+                let block = (spec.block_kib / 4) as u32;
+                if spec.kind == WorkerKind::FileWriter {
+                    w.spawn(t, workers::file_writer(w.clone(), files, file_pages, block, spec.pattern, seed));
+                } else {
+                    w.spawn(t, workers::file_reader(w.clone(), files, file_pages, block, seed));
+                }
+            }
+            WorkerKind::MmapLatency => {
+                w.spawn(t, workers::mmap_latency(w.clone(), spec.pages, spec.sleep_ms, samples.clone()));
+            }
+        }
+    }
+}
+
+/// Runs `steps` on machines booted from `cfg`, feeding `sink`. `progress` is
+/// called with the simulated seconds done so far. If `check_invariants` is
+/// set, the kernel's invariants are checked at every vmstat sample.
+pub fn run(cfg: &SimConfig, steps: &[StepSpec], sink: &mut dyn Sink, progress: &mut dyn FnMut(f64), check_invariants: bool) -> RunSummary {
+    let mut summary = RunSummary::default();
+    let mut base_ns: u64 = 0;
+    let mut names_sent = false;
+    for st in steps {
+        let w = boot(cfg);
+        w.k().exec.start_at(base_ns);
+        let samples: Samples = Rc::new(RefCell::new(Vec::new()));
+        let mut nr = 0;
+        if !names_sent {
+            let names = w.k().vmstat_names();
+            sink.vmstat_names(&names);
+            names_sent = true;
+        }
+        let interval = w.k().params.vmstat_interval_ms * 1_000_000;
+        let warmup_end = base_ns + (st.warmup_s * NS) as u64;
+        let end = warmup_end + (st.duration_s * NS) as u64;
+        for spec in st.workers.iter().filter(|s| s.starts_in_warmup() && st.warmup_s > 0.0) {
+            start_workers(&w, spec, &samples, &mut nr);
+        }
+        let mut started_rest = st.warmup_s <= 0.0;
+        if started_rest {
+            for spec in &st.workers {
+                start_workers(&w, spec, &samples, &mut nr);
+            }
+        }
+        let mut t = base_ns;
+        {
+            let v = w.k().vmstat_values();
+            sink.vmstat(t as f64 / NS, st.step, &v);
+        }
+        while t < end {
+            let mut next = (t + interval).min(end);
+            if !started_rest && next > warmup_end {
+                next = warmup_end;
+            }
+            w.run_until(next);
+            t = next;
+            if !started_rest && t >= warmup_end {
+                for spec in st.workers.iter().filter(|s| !s.starts_in_warmup()) {
+                    start_workers(&w, spec, &samples, &mut nr);
+                }
+                started_rest = true;
+            }
+            let mut k = w.k();
+            let text = k.take_trace();
+            if !text.is_empty() {
+                sink.trace(&text);
+            }
+            for (metric, at, us) in samples.borrow_mut().drain(..) {
+                sink.latency(st.step, metric, at as f64 / NS, us);
+            }
+            let v = k.vmstat_values();
+            sink.vmstat(t as f64 / NS, st.step, &v);
+            if check_invariants && summary.invariant_error.is_none() {
+                if let Err(e) = k.check_invariants() {
+                    summary.invariant_error = Some(format!("t={:.3}s: {e}", t as f64 / NS));
+                }
+            }
+            drop(k);
+            progress(t as f64 / NS);
+        }
+        let k = w.k();
+        for task in &k.tasks {
+            let kthread = task.kind != TaskKind::User;
+            let (u, s) = (task.user_ns as f64 / NS, task.sys_ns as f64 / NS);
+            if !kthread {
+                summary.user_s += u;
+                summary.system_s += s;
+            }
+            summary.tasks.push(TaskCpu { comm: task.comm.clone(), pid: task.pid, step: st.step, user_s: u, system_s: s, kthread });
+        }
+        summary.events += k.exec.events;
+        summary.trace_lines += k.trace_lines;
+        summary.steps.push((st.step, base_ns as f64 / NS, end as f64 / NS));
+        drop(k);
+        base_ns = end;
+        // Task futures hold the world: drop them to free the step's machine.
+        w.shutdown();
+        drop(w);
+    }
+    summary.elapsed_s = base_ns as f64 / NS;
+    summary
+}

@@ -1,0 +1,258 @@
+//! The generic workload spec: a TOML file composing workers.
+//!
+//! ```toml
+//! name = "mix"
+//! duration_s = 30          # after the warmup
+//! warmup_s = 5             # writers run alone first (0: none)
+//!
+//! [[worker]]
+//! kind = "file-writer"     # buffered writes, like fio
+//! count = 2
+//! files = 4
+//! file_mib = 64
+//! block_kib = 1024
+//! pattern = "random"       # or "sequential"
+//!
+//! [[worker]]
+//! kind = "anon-hog"        # writes one word per page, endless passes
+//! count = 2
+//! size_mib = 200
+//!
+//! [[worker]]
+//! kind = "file-reader"     # buffered random reads
+//! files = 8
+//! file_mib = 32
+//! block_kib = 4
+//!
+//! [[worker]]
+//! kind = "mmap-latency"    # sleep, map, write each page, unmap; records latency
+//! pages = 32768
+//! sleep_ms = 5
+//! ```
+
+use serde::Deserialize;
+
+/// Kind of worker.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkerKind {
+    /// Anonymous memory hog (mmtests `memory-hog`).
+    AnonHog,
+    /// Buffered file writer (fio `randwrite`/`write`, `direct=0`).
+    FileWriter,
+    /// Buffered file reader (fio `randread`).
+    FileReader,
+    /// mmtests' `mmap-latency` loop.
+    MmapLatency,
+}
+
+/// Access pattern of file workers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Pattern {
+    /// Random block-aligned offsets.
+    #[default]
+    Random,
+    /// Sequential, wrapping at the end of each file.
+    Sequential,
+}
+
+/// One `[[worker]]` entry.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerSpec {
+    /// Kind.
+    pub kind: WorkerKind,
+    /// How many processes of this kind.
+    #[serde(default = "one")]
+    pub count: u32,
+    /// Anon hog size, MiB.
+    #[serde(default)]
+    pub size_mib: u64,
+    /// Files per file worker.
+    #[serde(default = "one")]
+    pub files: u32,
+    /// Size of each file, MiB.
+    #[serde(default)]
+    pub file_mib: u64,
+    /// I/O size, KiB.
+    #[serde(default = "default_block")]
+    pub block_kib: u64,
+    /// Access pattern.
+    #[serde(default)]
+    pub pattern: Pattern,
+    /// mmap-latency: pages mapped per iteration.
+    #[serde(default = "default_pages")]
+    pub pages: u32,
+    /// mmap-latency: sleep per iteration, ms.
+    #[serde(default = "default_sleep")]
+    pub sleep_ms: u64,
+    /// Starts with the warmup (writers) instead of after it.
+    #[serde(default)]
+    pub in_warmup: Option<bool>,
+}
+
+fn one() -> u32 {
+    1
+}
+fn default_block() -> u64 {
+    1024
+}
+fn default_pages() -> u32 {
+    32768
+}
+fn default_sleep() -> u64 {
+    5
+}
+
+impl WorkerSpec {
+    /// A worker of `kind` with defaults.
+    pub fn new(kind: WorkerKind) -> WorkerSpec {
+        WorkerSpec {
+            kind,
+            count: 1,
+            size_mib: 0,
+            files: 1,
+            file_mib: 0,
+            block_kib: default_block(),
+            pattern: Pattern::Random,
+            pages: default_pages(),
+            sleep_ms: default_sleep(),
+            in_warmup: None,
+        }
+    }
+    /// Whether it starts with the warmup: writers do by default.
+    pub fn starts_in_warmup(&self) -> bool {
+        self.in_warmup.unwrap_or(self.kind == WorkerKind::FileWriter)
+    }
+}
+
+/// A workload spec file.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spec {
+    /// Name.
+    pub name: String,
+    /// Seconds measured after the warmup.
+    pub duration_s: f64,
+    /// Seconds the warmup workers run alone first.
+    #[serde(default)]
+    pub warmup_s: f64,
+    /// Workers.
+    #[serde(rename = "worker")]
+    pub workers: Vec<WorkerSpec>,
+}
+
+/// A spec that cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum SpecError {
+    /// Unreadable file.
+    #[error("{file}: cannot read the workload spec: {err}")]
+    Io {
+        /// File.
+        file: String,
+        /// OS error.
+        err: std::io::Error,
+    },
+    /// TOML or field error (the message has line and column).
+    #[error("{file}: {msg}\naccepted worker kinds: anon-hog, file-writer, file-reader, mmap-latency; see `reclaimlab list workloads`")]
+    Parse {
+        /// File.
+        file: String,
+        /// Parser message.
+        msg: String,
+    },
+    /// A value out of range.
+    #[error("{file}: worker #{index} ({kind:?}): {what}")]
+    Invalid {
+        /// File.
+        file: String,
+        /// 1-based worker index.
+        index: usize,
+        /// Kind.
+        kind: WorkerKind,
+        /// What is wrong and what is accepted.
+        what: String,
+    },
+    /// Spec-level value out of range.
+    #[error("{file}: {what}")]
+    Bad {
+        /// File.
+        file: String,
+        /// What is wrong.
+        what: String,
+    },
+}
+
+impl Spec {
+    /// Reads and checks a spec file.
+    pub fn load(path: &str) -> Result<Spec, SpecError> {
+        let text = std::fs::read_to_string(path).map_err(|err| SpecError::Io { file: path.into(), err })?;
+        Spec::parse(&text, path)
+    }
+
+    /// Parses and checks spec text.
+    pub fn parse(text: &str, file: &str) -> Result<Spec, SpecError> {
+        let s: Spec = toml::from_str(text).map_err(|e| SpecError::Parse { file: file.into(), msg: e.to_string() })?;
+        s.check(file)?;
+        Ok(s)
+    }
+
+    fn check(&self, file: &str) -> Result<(), SpecError> {
+        if !(self.duration_s > 0.0 && self.duration_s <= 86_400.0) {
+            return Err(SpecError::Bad { file: file.into(), what: format!("duration_s = {} (accepted: 0 < duration_s <= 86400)", self.duration_s) });
+        }
+        if !(self.warmup_s >= 0.0 && self.warmup_s <= 86_400.0) {
+            return Err(SpecError::Bad { file: file.into(), what: format!("warmup_s = {} (accepted: 0..=86400)", self.warmup_s) });
+        }
+        if self.workers.is_empty() {
+            return Err(SpecError::Bad { file: file.into(), what: "no [[worker]] entries".into() });
+        }
+        for (i, w) in self.workers.iter().enumerate() {
+            let bad = |what: String| Err(SpecError::Invalid { file: file.into(), index: i + 1, kind: w.kind, what });
+            if w.count == 0 || w.count > 4096 {
+                return bad(format!("count = {} (accepted: 1..=4096)", w.count));
+            }
+            match w.kind {
+                WorkerKind::AnonHog if w.size_mib == 0 => return bad("size_mib is required and must be > 0".into()),
+                WorkerKind::FileWriter | WorkerKind::FileReader => {
+                    if w.file_mib == 0 || w.files == 0 {
+                        return bad("files and file_mib must be > 0".into());
+                    }
+                    if w.block_kib < 4 || w.block_kib % 4 != 0 || w.block_kib > w.file_mib * 1024 {
+                        return bad(format!("block_kib = {} (accepted: a multiple of 4, at most the file size)", w.block_kib));
+                    }
+                }
+                WorkerKind::MmapLatency if w.pages == 0 => return bad("pages must be > 0".into()),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_the_documented_example() {
+        let doc = include_str!("spec.rs");
+        let start = doc.find("//! name = ").unwrap();
+        let end = doc[start..].find("//! ```").unwrap() + start;
+        let text: String = doc[start..end].lines().map(|l| l.trim_start_matches("//!").trim_start_matches(' ')).collect::<Vec<_>>().join("\n");
+        let s = Spec::parse(&text, "example.toml").unwrap();
+        assert_eq!(s.workers.len(), 4);
+        assert!(s.workers[0].starts_in_warmup());
+    }
+
+    #[test]
+    fn errors_name_file_line_and_fix() {
+        let e = Spec::parse("name='x'\nduration_s=1\n[[worker]]\nkind='hog'\n", "w.toml").unwrap_err().to_string();
+        assert!(e.contains("w.toml") && e.contains("line 4") && e.contains("anon-hog"), "{e}");
+        let e = Spec::parse("name='x'\nduration_s=1\n[[worker]]\nkind='anon-hog'\n", "w.toml").unwrap_err().to_string();
+        assert!(e.contains("worker #1") && e.contains("size_mib"), "{e}");
+        let e = Spec::parse("name='x'\nduration_s=-1\n[[worker]]\nkind='anon-hog'\nsize_mib=1\n", "w.toml").unwrap_err().to_string();
+        assert!(e.contains("duration_s"), "{e}");
+    }
+}

@@ -1,0 +1,111 @@
+//! The simulated worker programs: what each process of a workload does, as
+//! `async fn`s over the simulated kernel's system calls. They mirror the real
+//! programs mmtests runs (see `mmtests-method.md` §1.6): fio buffered
+//! random writers and readers, `memory-hog`, `mmap-latency`.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use reclaimlab_kernel::mm::anon::{touch_anon, Access};
+use reclaimlab_kernel::mm::filemap::{file_read, file_write, FileOp};
+use reclaimlab_kernel::sched::pay_cpu;
+use reclaimlab_kernel::World;
+
+use crate::spec::Pattern;
+
+/// One latency sample: metric, time (ns), value (µs).
+pub type Sample = (&'static str, u64, f64);
+/// Where workers put their samples.
+pub type Samples = Rc<RefCell<Vec<Sample>>>;
+
+/// User CPU a fio job spends per I/O (submission, bookkeeping), ns.
+const FIO_USER_NS_PER_IO: u64 = 2_000;
+
+fn killed(w: &World) -> bool {
+    w.k().current().killed
+}
+
+/// mmtests `memory-hog`: one anonymous mapping, one word written per page,
+/// endless passes.
+pub async fn anon_hog(w: Rc<World>, pages: u32) {
+    let m = w.k().mmap_anon(pages);
+    loop {
+        if touch_anon(&w, m, 0, pages, true).await == Access::Killed || killed(&w) {
+            return;
+        }
+        pay_cpu(&w).await;
+    }
+}
+
+/// A fio buffered writer (`direct=0`, `readwrite=randwrite` or `write`) over
+/// its own files.
+pub async fn file_writer(w: Rc<World>, files: Vec<u32>, file_pages: u32, block_pages: u32, pattern: Pattern, mut rng: u64) {
+    let blocks = (file_pages / block_pages).max(1);
+    let mut next = 0u64;
+    loop {
+        let (f, b) = match pattern {
+            Pattern::Random => {
+                rng = xorshift(rng);
+                let f = files[(rng % files.len() as u64) as usize];
+                rng = xorshift(rng);
+                (f, (rng % u64::from(blocks)) as u32)
+            }
+            Pattern::Sequential => {
+                let f = files[((next / u64::from(blocks)) % files.len() as u64) as usize];
+                let b = (next % u64::from(blocks)) as u32;
+                next += 1;
+                (f, b)
+            }
+        };
+        w.k().charge_user(FIO_USER_NS_PER_IO);
+        if file_write(&w, f, b * block_pages, block_pages).await == FileOp::Killed || killed(&w) {
+            return;
+        }
+    }
+}
+
+/// A fio buffered random reader.
+pub async fn file_reader(w: Rc<World>, files: Vec<u32>, file_pages: u32, block_pages: u32, mut rng: u64) {
+    let blocks = (file_pages / block_pages).max(1);
+    loop {
+        rng = xorshift(rng);
+        let f = files[(rng % files.len() as u64) as usize];
+        rng = xorshift(rng);
+        let b = (rng % u64::from(blocks)) as u32;
+        w.k().charge_user(FIO_USER_NS_PER_IO);
+        if file_read(&w, f, b * block_pages, block_pages).await == FileOp::Killed || killed(&w) {
+            return;
+        }
+    }
+}
+
+/// mmtests `mmap-latency`: sleep, map `pages` anonymous pages, write one word
+/// in each, unmap; the latency is the time between consecutive loop ends
+/// minus the sleep (2021 version), in µs.
+pub async fn mmap_latency(w: Rc<World>, pages: u32, sleep_ms: u64, samples: Samples) {
+    let mut last: Option<u64> = None;
+    loop {
+        let t = w.k().exec.now() + sleep_ms * 1_000_000;
+        w.sleep_until(t).await;
+        let m = w.k().mmap_anon(pages);
+        if touch_anon(&w, m, 0, pages, true).await == Access::Killed || killed(&w) {
+            return;
+        }
+        w.k().munmap(m);
+        pay_cpu(&w).await;
+        let now = w.k().exec.now();
+        if let Some(prev) = last {
+            let lat_ns = (now - prev).saturating_sub(sleep_ms * 1_000_000);
+            samples.borrow_mut().push(("mmap", now, lat_ns as f64 / 1000.0));
+        }
+        last = Some(now);
+    }
+}
+
+/// xorshift64
+pub fn xorshift(mut x: u64) -> u64 {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    x
+}
