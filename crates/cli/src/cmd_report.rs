@@ -76,7 +76,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             );
         }
         if let Some(t) = &r.trace.truncated {
-            eprintln!("reclaimlab: error: {t}; stalls counted up to there");
+            eprintln!("reclaimlab: error: {t}");
         }
         problems |= r.trace.bad_lines > 0 || r.trace.truncated.is_some();
     }
