@@ -355,7 +355,8 @@ mod tests {
 
     #[test]
     fn chunk_boundaries_lose_no_line() {
-        let dir = std::env::temp_dir().join(format!("reclaimlab-report-chunks-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("reclaimlab-report-chunks-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("trace.txt");
         let mut text = String::from("# tracer: nop\n");
@@ -377,7 +378,11 @@ mod tests {
         assert_eq!(st.stall_events, n + 1);
         assert_eq!(st.lost_events, 7);
         assert_eq!(st.bad_lines, 1);
-        assert!(st.bad_examples[0].contains(&format!("trace.txt:{}:", n + 3)), "{:?}", st.bad_examples);
+        assert!(
+            st.bad_examples[0].contains(&format!("trace.txt:{}:", n + 3)),
+            "{:?}",
+            st.bad_examples
+        );
         assert!(st.truncated.is_none());
         let s = agg.finish();
         assert_eq!(s.counts.iter().map(|c| c.count).sum::<u64>(), n + 1);

@@ -214,12 +214,14 @@ fn velocity_plots(report: &Report, out: &mut String) {
             .iter()
             .map(|(name, get)| Line {
                 name: name.to_string(),
+                // Each interval's mean rate, drawn flat over the interval.
                 points: v
                     .windows(2)
                     .filter(|w| w[1].t_s > w[0].t_s)
-                    .map(|w| {
+                    .flat_map(|w| {
                         let d = (get(&w[1]) - get(&w[0])) as f64;
-                        (w[1].t_s, (d / (w[1].t_s - w[0].t_s)).max(0.0))
+                        let rate = (d / (w[1].t_s - w[0].t_s)).max(0.0);
+                        [(w[0].t_s, rate), (w[1].t_s, rate)]
                     })
                     .collect(),
             })
