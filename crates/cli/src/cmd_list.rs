@@ -1,12 +1,71 @@
-//! `reclaimlab list` (being written).
+//! `reclaimlab list kernels|machines|workloads|params`
 
 use std::process::ExitCode;
 
+use reclaimlab_kernel::machine::builtin_machines;
+use reclaimlab_kernel::params::Params;
+use reclaimlab_kernel::profile::{profile, profiles};
+use reclaimlab_workload::stutterp::StutterpParams;
+
+/// What to list.
+#[derive(clap::ValueEnum, Clone, Copy, Debug)]
+pub enum What {
+    /// Kernel profiles (throttling generations).
+    Kernels,
+    /// Built-in machines.
+    Machines,
+    /// Built-in workloads and the spec format.
+    Workloads,
+    /// Every `--set` parameter with its default.
+    Params,
+}
+
 /// Arguments of `reclaimlab list`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+pub struct Args {
+    /// What to list.
+    pub what: What,
+    /// Show parameter defaults under this profile.
+    #[arg(long, default_value = "v5.16")]
+    pub kernel: String,
+}
 
 /// Runs `reclaimlab list`.
-pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`reclaimlab list` is not built yet")
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    match args.what {
+        What::Kernels => {
+            for p in profiles() {
+                println!("{:<10} {}", p.name, p.description);
+            }
+        }
+        What::Machines => {
+            for m in builtin_machines() {
+                println!("{:<13} {}", m.name, m.description);
+            }
+            println!("\nAny other machine: a TOML file with the same fields, e.g.\n");
+            println!("name = \"hdd\"\ncpus = 4\nmemory_mib = 4096\nswap_mib = 4096\n[[devices]]\nname = \"sda\"\nlayer = \"single-queue\"   # or \"blk-mq\" (default)\nwrite_mb_s = 120\nread_mb_s = 130\nlatency_us = 200\nseek_us = 6000\nqueue_depth = 32");
+        }
+        What::Workloads => {
+            println!("stutterp   mmtests pagereclaim-stutterp(-noreaders): fio random writers, anon hogs, mmap-latency (stutterp.* parameters)");
+            println!("FILE.toml  a workload spec composing workers; see crates/workload/src/spec.rs or examples/mix.toml");
+        }
+        What::Params => {
+            let p = profile(&args.kernel)
+                .ok_or_else(|| anyhow::anyhow!("--kernel {}: unknown profile", args.kernel))?;
+            println!(
+                "{:<45} {:>10}  description (defaults under {})",
+                "name", "default", p.name
+            );
+            for i in Params::list(p) {
+                println!(
+                    "{:<45} {:>10}  {} [{}..={}]",
+                    i.name, i.default, i.help, i.min, i.max
+                );
+            }
+            for (name, default, help) in StutterpParams::list() {
+                println!("{:<45} {:>10}  {}", name, default, help);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

@@ -31,7 +31,12 @@ pub struct StepSpec {
 impl StepSpec {
     /// The single step of a generic spec.
     pub fn from_spec(spec: &Spec) -> StepSpec {
-        StepSpec { step: 1, workers: spec.workers.clone(), warmup_s: spec.warmup_s, duration_s: spec.duration_s }
+        StepSpec {
+            step: 1,
+            workers: spec.workers.clone(),
+            warmup_s: spec.warmup_s,
+            duration_s: spec.duration_s,
+        }
     }
     /// Simulated seconds of this step.
     pub fn total_s(&self) -> f64 {
@@ -92,7 +97,12 @@ pub struct RunSummary {
 const NS: f64 = 1e9;
 
 /// Starts the processes of one worker entry.
-fn start_workers(w: &Rc<reclaimlab_kernel::World>, spec: &WorkerSpec, samples: &Samples, nr: &mut u32) {
+fn start_workers(
+    w: &Rc<reclaimlab_kernel::World>,
+    spec: &WorkerSpec,
+    samples: &Samples,
+    nr: &mut u32,
+) {
     let data_dev = w.k().machine.data_dev();
     for _ in 0..spec.count {
         *nr += 1;
@@ -111,16 +121,34 @@ fn start_workers(w: &Rc<reclaimlab_kernel::World>, spec: &WorkerSpec, samples: &
             }
             WorkerKind::FileWriter | WorkerKind::FileReader => {
                 let file_pages = (spec.file_mib * 256) as u32;
-                let files: Vec<u32> = (0..spec.files).map(|_| w.k().create_file(data_dev, file_pages)).collect();
+                let files: Vec<u32> = (0..spec.files)
+                    .map(|_| w.k().create_file(data_dev, file_pages))
+                    .collect();
                 let block = (spec.block_kib / 4) as u32;
                 if spec.kind == WorkerKind::FileWriter {
-                    w.spawn(t, workers::file_writer(w.clone(), files, file_pages, block, spec.pattern, seed));
+                    w.spawn(
+                        t,
+                        workers::file_writer(
+                            w.clone(),
+                            files,
+                            file_pages,
+                            block,
+                            spec.pattern,
+                            seed,
+                        ),
+                    );
                 } else {
-                    w.spawn(t, workers::file_reader(w.clone(), files, file_pages, block, seed));
+                    w.spawn(
+                        t,
+                        workers::file_reader(w.clone(), files, file_pages, block, seed),
+                    );
                 }
             }
             WorkerKind::MmapLatency => {
-                w.spawn(t, workers::mmap_latency(w.clone(), spec.pages, spec.sleep_ms, samples.clone()));
+                w.spawn(
+                    t,
+                    workers::mmap_latency(w.clone(), spec.pages, spec.sleep_ms, samples.clone()),
+                );
             }
         }
     }
@@ -129,7 +157,13 @@ fn start_workers(w: &Rc<reclaimlab_kernel::World>, spec: &WorkerSpec, samples: &
 /// Runs `steps` on machines booted from `cfg`, feeding `sink`. `progress` is
 /// called with the simulated seconds done so far. If `check_invariants` is
 /// set, the kernel's invariants are checked at every vmstat sample.
-pub fn run(cfg: &SimConfig, steps: &[StepSpec], sink: &mut dyn Sink, progress: &mut dyn FnMut(f64), check_invariants: bool) -> RunSummary {
+pub fn run(
+    cfg: &SimConfig,
+    steps: &[StepSpec],
+    sink: &mut dyn Sink,
+    progress: &mut dyn FnMut(f64),
+    check_invariants: bool,
+) -> RunSummary {
     let mut summary = RunSummary::default();
     let mut base_ns: u64 = 0;
     let mut names_sent = false;
@@ -146,7 +180,11 @@ pub fn run(cfg: &SimConfig, steps: &[StepSpec], sink: &mut dyn Sink, progress: &
         let interval = w.k().params.vmstat_interval_ms * 1_000_000;
         let warmup_end = base_ns + (st.warmup_s * NS) as u64;
         let end = warmup_end + (st.duration_s * NS) as u64;
-        for spec in st.workers.iter().filter(|s| s.starts_in_warmup() && st.warmup_s > 0.0) {
+        for spec in st
+            .workers
+            .iter()
+            .filter(|s| s.starts_in_warmup() && st.warmup_s > 0.0)
+        {
             start_workers(&w, spec, &samples, &mut nr);
         }
         let mut started_rest = st.warmup_s <= 0.0;
@@ -199,11 +237,20 @@ pub fn run(cfg: &SimConfig, steps: &[StepSpec], sink: &mut dyn Sink, progress: &
                 summary.user_s += u;
                 summary.system_s += s;
             }
-            summary.tasks.push(TaskCpu { comm: task.comm.clone(), pid: task.pid, step: st.step, user_s: u, system_s: s, kthread });
+            summary.tasks.push(TaskCpu {
+                comm: task.comm.clone(),
+                pid: task.pid,
+                step: st.step,
+                user_s: u,
+                system_s: s,
+                kthread,
+            });
         }
         summary.events += k.exec.events;
         summary.trace_lines += k.trace_lines;
-        summary.steps.push((st.step, base_ns as f64 / NS, end as f64 / NS));
+        summary
+            .steps
+            .push((st.step, base_ns as f64 / NS, end as f64 / NS));
         drop(k);
         base_ns = end;
         // Task futures hold the world: drop them to free the step's machine.
@@ -212,4 +259,53 @@ pub fn run(cfg: &SimConfig, steps: &[StepSpec], sink: &mut dyn Sink, progress: &
     }
     summary.elapsed_s = base_ns as f64 / NS;
     summary
+}
+
+/// The steps of stutterp on `machine` (see [`crate::stutterp`]): per worker
+/// count, fio random writers (W files each, together `WSS_FILE`, the letters'
+/// intent), anon hogs, the optional reader, one mmap-latency worker; writers
+/// warm up alone for the time a 5 GiB `dd` would take on the data device
+/// (computed from its write bandwidth, not simulated) plus 5 s.
+pub fn stutterp_steps(
+    p: &crate::stutterp::StutterpParams,
+    machine: &reclaimlab_kernel::machine::Machine,
+    dirty_ratio: u32,
+) -> Result<Vec<StepSpec>, crate::stutterp::ParamError> {
+    use crate::spec::WorkerKind as K;
+    let sizing = p.sizing(machine.memory_mib * 1024 * 1024, dirty_ratio)?;
+    let dev = &machine.devices[machine.data_dev()];
+    let calib_s = p.calibrate_mib as f64 * 1.048_576 / dev.write_mb_s;
+    let warmup = p.warmup_from_calibration(calib_s) as f64;
+    let mut steps = Vec::new();
+    for t in p.worker_counts(machine.cpus)? {
+        let plan = p.step(&sizing, t)?;
+        let w = plan.split.writers;
+        let mut writer = WorkerSpec::new(K::FileWriter);
+        writer.count = w;
+        writer.files = w;
+        writer.file_mib = (plan.wss_per_writer_mib / u64::from(w)).max(1);
+        writer.block_kib = (p.writer_bs / 1024).min(writer.file_mib * 1024).max(4);
+        let mut hog = WorkerSpec::new(K::AnonHog);
+        hog.count = plan.split.hogs;
+        hog.size_mib = plan.wss_per_memhog_mib;
+        let mut lat = WorkerSpec::new(K::MmapLatency);
+        lat.pages = p.mmap_pages as u32;
+        lat.sleep_ms = p.sleep_ms;
+        let mut workers = vec![writer, hog, lat];
+        if plan.split.readers > 0 {
+            let mut r = WorkerSpec::new(K::FileReader);
+            r.count = plan.split.readers;
+            r.files = 32;
+            r.file_mib = 100;
+            r.block_kib = p.writer_bs / 1024;
+            workers.push(r);
+        }
+        steps.push(StepSpec {
+            step: t,
+            workers,
+            warmup_s: warmup,
+            duration_s: p.duration_s as f64,
+        });
+    }
+    Ok(steps)
 }
