@@ -142,9 +142,16 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for n in &m.capture.notes {
         println!("  note: {n}");
     }
-    // TODO(report): print the comparison report of the new record once
-    // `reclaimlab_report` has its entry point (as `reclaimlab report DIR` prints it).
-    println!("report: reclaimlab report {}", outcome.record.display());
+    println!();
+    match reclaimlab_report::report_from_dirs(
+        std::slice::from_ref(&outcome.record),
+        reclaimlab_report::Options::default(),
+    ) {
+        Ok(r) => print!("{}", reclaimlab_report::render_text(&r)),
+        Err(e) => {
+            eprintln!("reclaimlab run: warning: the record was written but cannot be reported: {e}")
+        }
+    }
     Ok(if outcome.interrupted {
         ExitCode::from(130)
     } else {
@@ -162,10 +169,14 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
             sleep_ms,
             t0_mono_ns,
             duration_s,
-        } => reclaimlab_host::workers::mmap_latency(
-            &out, pages, sleep_ms, t0_mono_ns, duration_s, stop,
-        )?,
+        } => {
+            reclaimlab_host::workers::set_comm("mmap-latency");
+            reclaimlab_host::workers::mmap_latency(
+                &out, pages, sleep_ms, t0_mono_ns, duration_s, stop,
+            )?
+        }
         Worker::MemoryHog { size } => {
+            reclaimlab_host::workers::set_comm("memory-hog");
             reclaimlab_host::workers::memory_hog(parse_size("memory-hog SIZE", &size)?, stop)?
         }
     }

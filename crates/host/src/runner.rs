@@ -294,6 +294,13 @@ fn apply_sets(opts: &RunOptions, params: &mut StutterpParams) -> Result<Vec<Sysc
             params.set(k, v).map_err(|e| {
                 HostError::with_fix(format!("--set {k}={v}: {e}"), "reclaimlab list params")
             })?;
+        } else if k == "capture.events" {
+            tracefs::check_events_spec(v).map_err(|e| {
+                HostError::with_fix(
+                    format!("--set capture.events: {e}"),
+                    "--set capture.events=default",
+                )
+            })?;
         } else if k.starts_with("vm.") {
             let path = sysctl_path(k);
             if !path.exists() {
@@ -315,7 +322,7 @@ fn apply_sets(opts: &RunOptions, params: &mut StutterpParams) -> Result<Vec<Sysc
         } else {
             return Err(HostError::with_fix(
                 format!("--set {k}={v}: unknown parameter `{k}` for `run`"),
-                "stutterp.* parameters (reclaimlab list params) or vm.* sysctls with --scope host",
+                "stutterp.* parameters (reclaimlab list params), capture.events, or vm.* sysctls with --scope host",
             ));
         }
     }
@@ -426,6 +433,19 @@ fn preflight(opts: &RunOptions) -> Result<(Option<cgroup::MemoryController>, Pat
 fn run_stutterp(opts: &RunOptions, stop: Arc<AtomicBool>) -> Result<RunOutcome> {
     let mut params = StutterpParams::default();
     let sysctls = apply_sets(opts, &mut params)?;
+    // Leftovers of crashed runs go first: their swap file or cgroup must not be
+    // mistaken for this host's own.
+    let mut cleaned = Vec::new();
+    if sys::is_root() {
+        let (c, errs) = state::clean_leftovers(&opts.state_dir);
+        for l in &c {
+            say(l);
+        }
+        for e in &errs {
+            say(&format!("could not clean a leftover: {e}"));
+        }
+        cleaned = c;
+    }
     let (ctrl, fio_path, memory) = preflight(opts)?;
     let cpus = sys::cpus();
     let machine_dirty = sys::read_u64("/proc/sys/vm/dirty_ratio").unwrap_or(20) as u32;
@@ -497,15 +517,6 @@ fn run_stutterp(opts: &RunOptions, stop: Arc<AtomicBool>) -> Result<RunOutcome> 
             format!("--out {}: exists and is not a run record", out.display()),
             "choose another --out, or remove it",
         ));
-    }
-
-    // 2. Leftovers of crashed runs.
-    let (cleaned, errs) = state::clean_leftovers(&opts.state_dir);
-    for c in &cleaned {
-        say(c);
-    }
-    for e in &errs {
-        say(&format!("could not clean a leftover: {e}"));
     }
 
     // 3. Create things, logging each first.
@@ -625,9 +636,19 @@ fn run_stutterp(opts: &RunOptions, stop: Arc<AtomicBool>) -> Result<RunOutcome> 
         ));
     }
 
+    let events_spec = opts
+        .sets
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "capture.events")
+        .map(|(_, v)| v.clone())
+        .unwrap_or_else(|| "default".into());
     // Tracefs: mount if needed, then a private instance.
     let mut trace_root = tracefs::find_mounted(&mounts);
-    if trace_root.is_none() && tracefs::mountable() {
+    if tracefs::requested_events(&events_spec).is_empty() {
+        notes.push("trace capture off (capture.events=none)".into());
+        trace_root = None;
+    } else if trace_root.is_none() && tracefs::mountable() {
         match tracefs::mount() {
             Ok(p) => {
                 res.state.log(Entry::Mount(p.clone()))?;
@@ -640,9 +661,13 @@ fn run_stutterp(opts: &RunOptions, stop: Arc<AtomicBool>) -> Result<RunOutcome> 
     }
     let mut events = Vec::new();
     if let Some(root) = &trace_root {
-        let (have, lack) = tracefs::available_events(root);
+        let (have, lack) =
+            tracefs::available_events(root, &tracefs::requested_events(&events_spec));
         if !lack.is_empty() {
-            notes.push(format!("events this kernel lacks: {}", lack.join(", ")));
+            notes.push(format!(
+                "requested events this kernel lacks: {}",
+                lack.join(", ")
+            ));
         }
         if !root.join("instances").is_dir() {
             notes.push(format!(
@@ -761,6 +786,8 @@ fn run_stutterp(opts: &RunOptions, stop: Arc<AtomicBool>) -> Result<RunOutcome> 
             .insert("thp.enabled".into(), v.trim().to_string());
     }
     meta.params.insert("run.scope".into(), scope_label.into());
+    meta.params
+        .insert("capture.events".into(), events_spec.clone());
     meta.params
         .insert("run.memory_bytes".into(), memory.to_string());
     meta.params

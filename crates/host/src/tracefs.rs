@@ -10,7 +10,6 @@
 use std::fs;
 use std::io::Read;
 use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -39,6 +38,52 @@ pub const RELEVANT_EVENTS: &[&str] = &[
     "writeback:writeback_wait_iff_congested",
     "writeback:balance_dirty_pages",
 ];
+
+/// Relevant events that fire per LRU scan batch (tens of thousands per second
+/// under memcg pressure): captured only with `capture.events=all`, since the
+/// text formatting of every event costs the capture thread about 2 µs of kernel
+/// time (docs/bench/capture.md) and `/proc/vmstat` has the same totals.
+pub const HIGH_RATE_EVENTS: &[&str] = &["vmscan:mm_vmscan_lru_shrink_inactive"];
+
+/// Checks a `capture.events` value: `default`, `all`, `none`, or a comma list of
+/// `subsystem:event` names.
+pub fn check_events_spec(spec: &str) -> std::result::Result<(), String> {
+    match spec.trim() {
+        "default" | "all" | "none" => Ok(()),
+        list => {
+            for e in list.split(',') {
+                let e = e.trim();
+                let ok = e.split_once(':').is_some_and(|(s, n)| {
+                    !s.is_empty()
+                        && !n.is_empty()
+                        && (s.to_string() + n)
+                            .bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                });
+                if !ok {
+                    return Err(format!(
+                        "`{e}` is not an event name; accepted: default, all, none, or a comma list of subsystem:event (e.g. vmscan:mm_vmscan_throttled)"
+                    ));
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+/// The events a `capture.events` spec asks for (see [`check_events_spec`]).
+pub fn requested_events(spec: &str) -> Vec<String> {
+    match spec.trim() {
+        "none" => Vec::new(),
+        "all" => RELEVANT_EVENTS.iter().map(|e| e.to_string()).collect(),
+        "default" => RELEVANT_EVENTS
+            .iter()
+            .filter(|e| !HIGH_RATE_EVENTS.contains(e))
+            .map(|e| e.to_string())
+            .collect(),
+        list => list.split(',').map(|e| e.trim().to_string()).collect(),
+    }
+}
 
 /// Finds a mounted tracefs: a `tracefs` mount, or `tracing/` in a mounted debugfs.
 pub fn find_mounted(mounts: &[sys::Mount]) -> Option<PathBuf> {
@@ -109,14 +154,9 @@ pub fn has_event(root: &Path, event: &str) -> bool {
     event_dir(root, event).join("enable").exists()
 }
 
-/// The relevant events this kernel has, and those it lacks.
-pub fn available_events(root: &Path) -> (Vec<String>, Vec<String>) {
-    let (have, lack): (Vec<&str>, Vec<&str>) =
-        RELEVANT_EVENTS.iter().partition(|e| has_event(root, e));
-    (
-        have.into_iter().map(str::to_string).collect(),
-        lack.into_iter().map(str::to_string).collect(),
-    )
+/// Splits `events` into those this kernel has and those it lacks.
+pub fn available_events(root: &Path, events: &[String]) -> (Vec<String>, Vec<String>) {
+    events.iter().cloned().partition(|e| has_event(root, e))
 }
 
 /// Sums lost events over per-CPU `stats` texts: `overrun` (overwritten) plus
@@ -164,6 +204,12 @@ pub struct StreamStats {
     pub bytes: u64,
     /// CPU time of the capture thread (user + system), ns.
     pub cpu_ns: u64,
+    /// User CPU time of the capture thread, ns.
+    pub user_ns: u64,
+    /// System CPU time of the capture thread (formatting in the kernel, reads), ns.
+    pub sys_ns: u64,
+    /// Wake-ups of the capture loop.
+    pub wakeups: u64,
 }
 
 impl Instance {
@@ -251,7 +297,6 @@ impl Instance {
                 let mut st = StreamStats::default();
                 let mut buf = vec![0u8; 1 << 16];
                 let mut pending: Vec<u8> = Vec::with_capacity(1 << 16);
-                let fd = f.as_raw_fd();
                 loop {
                     let stopping = stop.load(Ordering::Acquire);
                     let mut got_any = false;
@@ -278,13 +323,11 @@ impl Instance {
                     if stopping && !got_any {
                         break;
                     }
-                    let mut pfd = libc::pollfd {
-                        fd,
-                        events: libc::POLLIN,
-                        revents: 0,
-                    };
-                    // SAFETY: pfd is a valid pollfd for the open trace_pipe.
-                    unsafe { libc::poll(&mut pfd, 1, 200) };
+                    st.wakeups += 1;
+                    // Batch: poll() on trace_pipe wakes for every event, which costs
+                    // more than the events; a fixed pause lets the per-CPU buffers
+                    // (8 MiB each) absorb 100 ms of events, read in page-sized chunks.
+                    std::thread::sleep(std::time::Duration::from_millis(100));
                 }
                 if !pending.is_empty() {
                     pending.push(b'\n');
@@ -292,6 +335,7 @@ impl Instance {
                     st.lines += 1;
                 }
                 st.cpu_ns = thread_cpu_ns();
+                (st.user_ns, st.sys_ns) = thread_rusage_ns();
                 st
             })
             .map_err(|e| HostError::new(format!("cannot start the trace capture thread: {e}")))?;
@@ -331,6 +375,15 @@ pub fn remove_instance_dir(dir: &Path) -> Result<()> {
     ))
 }
 
+/// User and system CPU time of the calling thread, ns.
+pub fn thread_rusage_ns() -> (u64, u64) {
+    // SAFETY: rusage is plain data; getrusage writes it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
+    (ns(ru.ru_utime), ns(ru.ru_stime))
+}
+
 /// CPU time (user + system) of the calling thread, ns.
 pub fn thread_cpu_ns() -> u64 {
     let mut ts = libc::timespec {
@@ -352,6 +405,22 @@ mod tests {
         let cpu1 = "entries: 0\noverrun: 0\ndropped events: 5\nread events: 1\n";
         assert_eq!(lost_from_stats([cpu0, cpu1]), 10);
         assert_eq!(stat_sum([cpu0, cpu1], "read events"), 8);
+    }
+
+    #[test]
+    fn event_specs() {
+        assert!(check_events_spec("default").is_ok());
+        assert!(
+            check_events_spec("vmscan:mm_vmscan_throttled, writeback:balance_dirty_pages").is_ok()
+        );
+        assert!(check_events_spec("mm_vmscan_throttled")
+            .unwrap_err()
+            .contains("subsystem:event"));
+        let d = requested_events("default");
+        assert!(d.contains(&"vmscan:mm_vmscan_throttled".to_string()));
+        assert!(!d.contains(&"vmscan:mm_vmscan_lru_shrink_inactive".to_string()));
+        assert_eq!(requested_events("all").len(), RELEVANT_EVENTS.len());
+        assert!(requested_events("none").is_empty());
     }
 
     #[test]

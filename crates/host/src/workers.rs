@@ -18,6 +18,14 @@ use reclaimlab_workload::stutterp::mmap_latency_sample_us;
 use crate::error::{HostError, Result};
 use crate::sys;
 
+/// Sets the calling thread's `comm` (what `ps` and trace lines show).
+pub fn set_comm(name: &str) {
+    if let Ok(c) = std::ffi::CString::new(name) {
+        // SAFETY: PR_SET_NAME reads a NUL-terminated string (truncated to 15 bytes).
+        unsafe { libc::prctl(libc::PR_SET_NAME, c.as_ptr()) };
+    }
+}
+
 fn map_anon(bytes: usize) -> Result<*mut u8> {
     // SAFETY: an anonymous private mapping with no address hint.
     let p = unsafe {
