@@ -265,11 +265,17 @@ async fn alloc_pages_slowpath(w: &World, gfp: Gfp) -> Option<Pfn> {
                         continue;
                     }
                     // Time for the victim to exit (schedule_timeout_killable(1)).
-                    let t = { let k = w.k(); k.exec.now() + k.params.tick_ns() };
+                    let t = {
+                        let k = w.k();
+                        k.exec.now() + k.params.tick_ns()
+                    };
                     w.sleep_until(t).await;
                 }
                 MayOom::Wait => {
-                    let t = { let k = w.k(); k.exec.now() + k.params.tick_ns() };
+                    let t = {
+                        let k = w.k();
+                        k.exec.now() + k.params.tick_ns()
+                    };
                     w.sleep_until(t).await;
                 }
             },

@@ -187,7 +187,10 @@ pub async fn file_read(w: &World, f: u32, index: u32, n: u32) -> FileOp {
                 // A page still being read by someone else: wait for it by
                 // polling its lock at tick granularity (no page wait queues).
                 while w.k().frames.get(p).test(pg::LOCKED) {
-                    let t = { let k = w.k(); k.exec.now() + k.params.tick_ns() };
+                    let t = {
+                        let k = w.k();
+                        k.exec.now() + k.params.tick_ns()
+                    };
                     w.sleep_until(t).await;
                 }
                 p
