@@ -1,4 +1,4 @@
-//! Gzip compression on a background thread.
+//! Gzip compression and decompression on a background thread.
 //!
 //! Compressing the trace is the slowest part of writing a record (deflate runs
 //! at a fraction of the speed lines are produced or parsed), so the writer
@@ -7,6 +7,9 @@
 //! output is one ordinary gzip stream, byte-identical to compressing on the
 //! calling thread (chunks are compressed in order by a single encoder). Memory
 //! is bounded: a small fixed number of chunks in flight, recycled.
+//!
+//! Reading is the mirror image ([`GunzipThread`]): inflating runs on one
+//! thread while the caller splits and parses lines on another.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
@@ -134,6 +137,105 @@ impl Drop for GzThread {
     }
 }
 
+/// A `Read` over any reader run on a background thread (used for gzip
+/// decoders): the inner reader fills chunks there; this side hands them out.
+/// An error of the inner reader is returned once, after the data before it.
+pub struct GunzipThread {
+    rx: Receiver<io::Result<Vec<u8>>>,
+    back: SyncSender<Vec<u8>>,
+    cur: Vec<u8>,
+    pos: usize,
+    done: bool,
+    handle: Option<JoinHandle<()>>,
+}
+
+impl GunzipThread {
+    /// Starts reading `inner` on a background thread.
+    pub fn spawn<R: io::Read + Send + 'static>(mut inner: R) -> io::Result<GunzipThread> {
+        let (tx, rx) = sync_channel::<io::Result<Vec<u8>>>(IN_FLIGHT);
+        let (back, back_rx) = sync_channel::<Vec<u8>>(IN_FLIGHT + 2);
+        let handle = std::thread::Builder::new()
+            .name("trace-gunzip".into())
+            .spawn(move || loop {
+                let mut chunk = back_rx.try_recv().unwrap_or_default();
+                chunk.resize(CHUNK, 0);
+                let mut filled = 0;
+                let res = loop {
+                    match inner.read(&mut chunk[filled..]) {
+                        Ok(0) => break Ok(true),
+                        Ok(n) => {
+                            filled += n;
+                            if filled == chunk.len() {
+                                break Ok(false);
+                            }
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => break Err(e),
+                    }
+                };
+                chunk.truncate(filled);
+                let stop = !matches!(res, Ok(false));
+                if !chunk.is_empty() && tx.send(Ok(chunk)).is_err() {
+                    return;
+                }
+                if let Err(e) = res {
+                    let _ = tx.send(Err(e));
+                }
+                if stop {
+                    return;
+                }
+            })?;
+        Ok(GunzipThread {
+            rx,
+            back,
+            cur: Vec::new(),
+            pos: 0,
+            done: false,
+            handle: Some(handle),
+        })
+    }
+}
+
+impl io::Read for GunzipThread {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        while self.pos == self.cur.len() {
+            if self.done {
+                return Ok(0);
+            }
+            match self.rx.recv() {
+                Ok(Ok(chunk)) => {
+                    let old = mem::replace(&mut self.cur, chunk);
+                    let _ = self.back.try_send(old);
+                    self.pos = 0;
+                }
+                Ok(Err(e)) => {
+                    self.done = true;
+                    return Err(e);
+                }
+                Err(_) => {
+                    self.done = true;
+                    return Ok(0);
+                }
+            }
+        }
+        let n = out.len().min(self.cur.len() - self.pos);
+        out[..n].copy_from_slice(&self.cur[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}
+
+impl Drop for GunzipThread {
+    fn drop(&mut self) {
+        // Unblock the thread (its sends fail once the receiver is gone).
+        let (_, dead) = sync_channel(0);
+        drop(mem::replace(&mut self.rx, dead));
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -173,5 +275,35 @@ mod tests {
         assert_eq!(std::fs::read(&p).unwrap(), threaded);
         assert!(!inline.is_empty());
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn gunzip_thread_reads_all_then_the_error() {
+        let data: Vec<u8> = (0..1_000_000u32).map(|i| (i % 251) as u8).collect();
+        let mut r = GunzipThread::spawn(io::Cursor::new(data.clone())).unwrap();
+        let mut back = Vec::new();
+        r.read_to_end(&mut back).unwrap();
+        assert_eq!(back, data);
+
+        struct Failing(usize);
+        impl io::Read for Failing {
+            fn read(&mut self, b: &mut [u8]) -> io::Result<usize> {
+                if self.0 == 0 {
+                    return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "cut"));
+                }
+                let n = b.len().min(self.0);
+                b[..n].fill(b'x');
+                self.0 -= n;
+                Ok(n)
+            }
+        }
+        let mut r = GunzipThread::spawn(Failing(1000)).unwrap();
+        let mut got = Vec::new();
+        let e = r.read_to_end(&mut got).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::UnexpectedEof);
+        assert_eq!(got.len(), 1000);
+        // Dropping early does not hang.
+        let r = GunzipThread::spawn(io::repeat(b'a').take(100 << 20)).unwrap();
+        drop(r);
     }
 }

@@ -7,7 +7,7 @@
 //! partial line at a buffer's end. Memory stays bounded by [`MAX_LINE`].
 
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, BufReader, Read};
 use std::path::Path;
 
 use flate2::bufread::MultiGzDecoder;
@@ -115,28 +115,20 @@ pub fn is_gzip(path: &Path) -> Result<bool> {
     Ok(got == 2 && magic == [0x1f, 0x8b])
 }
 
-/// Opens a file for reading, decompressing it if it is gzip (by its magic
-/// bytes, not its name).
+/// Opens a file for reading, decompressing it (on a helper thread) if it is
+/// gzip (by its magic bytes, not its name).
 pub fn open_maybe_gz(path: &Path) -> Result<Box<dyn Read + Send>> {
     let gz = is_gzip(path)?;
     let f = File::open(path).map_err(|e| RecordError::io(path, "opening", e))?;
     let r = BufReader::with_capacity(CHUNK, f);
     if gz {
-        Ok(Box::new(MultiGzDecoder::new(r)))
+        // Inflate on a helper thread while the caller parses.
+        let t = crate::gzthread::GunzipThread::spawn(MultiGzDecoder::new(r))
+            .map_err(|e| RecordError::io(path, "starting a reader thread for", e))?;
+        Ok(Box::new(t))
     } else {
         Ok(Box::new(r))
     }
-}
-
-/// Opens a gzip file for decompression.
-pub(crate) fn open_gz(path: &Path) -> Result<MultiGzDecoder<BufReader<File>>> {
-    let f = File::open(path).map_err(|e| RecordError::io(path, "opening", e))?;
-    let r = BufReader::with_capacity(CHUNK, f);
-    // Touch the buffer so an unreadable file fails here with its name.
-    let mut r = r;
-    r.fill_buf()
-        .map_err(|e| RecordError::io(path, "reading", e))?;
-    Ok(MultiGzDecoder::new(r))
 }
 
 #[cfg(test)]

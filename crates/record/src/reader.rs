@@ -9,13 +9,10 @@
 //! choice between skipping and stopping to the caller.
 
 use std::fs;
-use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
-use flate2::bufread::MultiGzDecoder;
-
 use crate::error::{RecordError, Result};
-use crate::lines::{open_gz, LineReader};
+use crate::lines::LineReader;
 use crate::meta::RunMeta;
 use crate::trace::{parse_trace_line, OwnedTraceLine, ParseError, TraceLine};
 use crate::vmstat::{Vmstat, VmstatRow};
@@ -354,13 +351,7 @@ pub struct TraceLines {
 impl TraceLines {
     /// Opens an ftrace text file, gzip or plain (by magic bytes).
     pub fn open(path: &Path) -> Result<TraceLines> {
-        let gz = crate::lines::is_gzip(path)?;
-        let inner: Box<dyn std::io::Read + Send> = if gz {
-            let d: MultiGzDecoder<BufReader<fs::File>> = open_gz(path)?;
-            Box::new(d)
-        } else {
-            crate::lines::open_maybe_gz(path)?
-        };
+        let inner = crate::lines::open_maybe_gz(path)?;
         Ok(TraceLines {
             path: path.to_path_buf(),
             reader: LineReader::new(inner),
