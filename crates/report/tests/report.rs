@@ -91,19 +91,19 @@ fn latency_statistics_match_hand_computation() {
 fn text_has_mmtests_layout() {
     let t = render_text(&base_new());
     assert!(
-        t.contains("\nAmean     mmap-6      11.0000 (   0.00%)       5.5000 *  50.00%*\n"),
+        t.contains("\nAmean     mmap-6     11.0000 (   0.00%)      5.5000 *  50.00%*\n"),
         "{t}"
     );
     assert!(
-        t.contains("\nMin       mmap-4       1.0000 (   0.00%)       1.5000 ( -50.00%)\n"),
+        t.contains("\nMin       mmap-4      1.0000 (   0.00%)      1.5000 ( -50.00%)\n"),
         "{t}"
     );
     assert!(
-        t.contains("\nDuration System         20.25         5.00\n"),
+        t.contains("\nDuration System        20.25        5.00\n"),
         "{t}"
     );
     assert!(
-        t.contains("\nOps Direct pages scanned         9000.00      1000.00\n"),
+        t.contains("\nOps Direct pages scanned                9000.00        1000.00\n"),
         "{t}"
     );
     // Stall histograms in `sort | uniq -c | sort -n` shape.
@@ -146,8 +146,9 @@ fn ci_significance_rule() {
         "{c}"
     );
     assert!(!v.significant);
-    assert!(render_text(&r)
-        .contains("Amean     mmap-6      11.0000 (   0.00%)       5.5000 (  50.00%)"));
+    assert!(
+        render_text(&r).contains("Amean     mmap-6     11.0000 (   0.00%)      5.5000 (  50.00%)")
+    );
 }
 
 #[test]

@@ -4,10 +4,11 @@
 //! names split at the first `-` (with mmtests' `-rcN` rule), rows grouped by
 //! statistic (`Min mmap-4`, `Min mmap-7`, …, `Amean mmap-4`, …) with the
 //! statistic left-aligned to the longest statistic name and the operation to
-//! the longest operation name, values as `%13.4f`, and for latency a
+//! the longest operation name, values as `%12.4f`, and for latency a
 //! ` (%7.2f%%)` column against the first run whose parentheses become `*` when
 //! the Amean difference is significant. Duration and Ops have no % column
-//! (mmtests forces `hideCompare` for monitors) and print `%13.2f`. Stall
+//! (mmtests forces `hideCompare` for monitors) and print `%12.2f` (Duration)
+//! and `%15.2f` with row names padded to 28 (Ops), as the 2021 letters show. Stall
 //! histograms use the `sort | uniq -c | sort -n` shape of the 2021 letters.
 
 use std::fmt::Write as _;
@@ -16,8 +17,14 @@ use crate::model::{LatencyReport, Report, RunReport, Significance};
 use crate::ops::{memcg_rows, ops_rows};
 use crate::stalls::{uniq_c_histogram, StallEvent};
 
-const FIELD: usize = 13;
+/// Value width of the latency and Duration tables (`Compare.pm` fieldLength 12).
+const FIELD: usize = 12;
+/// Width of the % number (` (%7.2f%%)`).
 const COMPARE: usize = 7;
+/// Value width of the Ops table, and the width its row names are padded to,
+/// as the 2021 letters show them (`Ops Direct pages scanned          1056608451.00`).
+const OPS_FIELD: usize = 15;
+const OPS_NAME: usize = 28;
 
 /// Splits a run name into mmtests' two header rows.
 fn split_name(name: &str) -> (String, String) {
@@ -48,12 +55,12 @@ fn fix_zero(x: f64) -> f64 {
     }
 }
 
-fn num(x: f64, prec: usize) -> String {
+fn num(x: f64, width: usize, prec: usize) -> String {
     if x.is_finite() {
-        format!("{:>FIELD$.prec$}", fix_zero(x))
+        format!("{:>width$.prec$}", fix_zero(x))
     } else {
         format!(
-            "{:>FIELD$}",
+            "{:>width$}",
             if x.is_nan() {
                 "nan"
             } else if x > 0.0 {
@@ -75,7 +82,9 @@ fn header(out: &mut String, first_width: usize, col_width: usize, names: &[&str]
         let mut line = format!("{:>first_width$}", "");
         for (a, b) in &split {
             let cell = if row == 0 { a } else { b };
-            let _ = write!(line, "{cell:>col_width$}");
+            // A separating space, then right-aligned: an overlong name
+            // still stands apart from its neighbour, as in the letters.
+            let _ = write!(line, " {cell:>w$}", w = col_width.saturating_sub(1));
         }
         out.push_str(line.trim_end());
         out.push('\n');
@@ -117,7 +126,7 @@ fn latency_table(out: &mut String, report: &Report) {
                     let _ = write!(line, "{:>w$}", "", w = FIELD + COMPARE + 4);
                     continue;
                 };
-                line.push_str(&num(stat_value(l, si), 4));
+                line.push_str(&num(stat_value(l, si), FIELD, 4));
                 let (pct, sig) = match (&l.vs_baseline, ri) {
                     (Some(v), _) => {
                         let p = [
@@ -144,13 +153,24 @@ fn latency_table(out: &mut String, report: &Report) {
     }
 }
 
-fn plain_table(out: &mut String, prefix: &str, rows: &[(String, Vec<f64>)], names: &[&str]) {
-    let op_w = rows.iter().map(|(l, _)| l.len()).max().unwrap_or(0);
-    header(out, prefix.len() + 1 + op_w, FIELD, names);
+fn plain_table(
+    out: &mut String,
+    prefix: &str,
+    rows: &[(String, Vec<f64>)],
+    names: &[&str],
+    (min_name, width): (usize, usize),
+) {
+    let op_w = rows
+        .iter()
+        .map(|(l, _)| l.len())
+        .max()
+        .unwrap_or(0)
+        .max(min_name);
+    header(out, prefix.len() + 1 + op_w, width, names);
     for (l, vals) in rows {
         let mut line = format!("{prefix} {l:<op_w$}");
         for v in vals {
-            line.push_str(&num(*v, 2));
+            line.push_str(&num(*v, width, 2));
         }
         out.push_str(&line);
         out.push('\n');
@@ -173,7 +193,7 @@ fn duration_table(out: &mut String, report: &Report) {
             report.runs.iter().map(|r| r.duration.elapsed_s).collect(),
         ),
     ];
-    plain_table(out, "Duration", &rows, &names);
+    plain_table(out, "Duration", &rows, &names, (0, FIELD));
 }
 
 fn ops_table(out: &mut String, report: &Report) {
@@ -194,7 +214,7 @@ fn ops_table(out: &mut String, report: &Report) {
             }
         }
     }
-    plain_table(out, "Ops", &rows, &names);
+    plain_table(out, "Ops", &rows, &names, (OPS_NAME, OPS_FIELD));
 }
 
 fn scope_lines(out: &mut String, report: &Report) {
@@ -321,6 +341,93 @@ pub fn render_text(report: &Report) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::input::{LatencySample, RunInput, RunMeta};
+    use crate::model::{build_report, Options};
+    use crate::ops::Duration;
+
+    fn run(name: &str, means_ms: &[(u32, f64)], dur: Duration, vm: &[(&str, i64)]) -> RunInput {
+        RunInput {
+            meta: RunMeta {
+                name: name.into(),
+                workload: "stutterp".into(),
+                reclaim_scope: "global".into(),
+                duration: dur,
+                ..RunMeta::default()
+            },
+            latency: means_ms
+                .iter()
+                .map(|&(step, ms)| LatencySample {
+                    step,
+                    metric: "mmap".into(),
+                    t_s: 0.0,
+                    value_us: ms * 1000.0,
+                })
+                .collect(),
+            vmstat_delta: vm.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            ..RunInput::default()
+        }
+    }
+
+    /// The layout of Mel Gorman's v4 cover letter (2021-10-19), line for line.
+    #[test]
+    fn v4_letter_layout() {
+        let steps = [4, 7, 12, 21, 30, 48];
+        let base_means = [31.4003, 38.1641, 60.0981, 161.2699, 174.5589, 8106.8160];
+        let new_means = [
+            176.8729, 605.8866, 2866.8561, 118.6587, 3729.2263, 1463.7815,
+        ];
+        let zip = |m: &[f64]| {
+            steps
+                .iter()
+                .copied()
+                .zip(m.iter().copied())
+                .collect::<Vec<_>>()
+        };
+        let base = run(
+            "5.15.0-rc1-vanilla",
+            &zip(&base_means),
+            Duration {
+                user_s: 6989.03,
+                system_s: 7308.12,
+                elapsed_s: 2277.67,
+            },
+            &[
+                ("pgscan_direct", 1_056_608_451),
+                ("pgscan_kswapd", 109_795_048),
+            ],
+        );
+        let new = run(
+            "5.15.0-rc1-mm-reclaimcongest-v4r2",
+            &zip(&new_means),
+            Duration {
+                user_s: 2368.70,
+                system_s: 843.35,
+                elapsed_s: 2131.77,
+            },
+            &[("pgscan_direct", 76_886_196), ("pgscan_kswapd", 82_179_688)],
+        );
+        let t = render_text(&build_report(&[base, new], Options::default()));
+        let expect = [
+            "                              5.15.0-rc1             5.15.0-rc1",
+            "                                 vanilla mm-reclaimcongest-v4r2",
+            "Amean     mmap-4      31.4003 (   0.00%)    176.8729 (-463.28%)",
+            "Amean     mmap-7      38.1641 (   0.00%)    605.8866 (-1487.58%)",
+            "Amean     mmap-48   8106.8160 (   0.00%)   1463.7815 (  81.94%)",
+            "Duration User        6989.03     2368.70",
+            "Duration Elapsed     2277.67     2131.77",
+            "                                     5.15.0-rc1     5.15.0-rc1",
+            "                                        vanilla mm-reclaimcongest-v4r2",
+            "Ops Direct pages scanned          1056608451.00    76886196.00",
+            "Ops Kswapd pages scanned           109795048.00    82179688.00",
+            "Ops Percentage direct scans               90.59          48.34",
+        ];
+        for line in expect {
+            assert!(
+                t.lines().any(|l| l == line),
+                "missing line\n{line}\nin\n{t}"
+            );
+        }
+    }
 
     #[test]
     fn header_split() {
