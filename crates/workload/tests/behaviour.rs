@@ -1,0 +1,226 @@
+//! Behaviour tests: small simulations asserting kernel-documented behaviour.
+//! Each test names the kernel function whose behaviour it checks.
+
+use reclaimlab_kernel::machine::Machine;
+use reclaimlab_kernel::params::Params;
+use reclaimlab_kernel::profile::profile;
+use reclaimlab_kernel::SimConfig;
+use reclaimlab_workload::sim::{run, RunSummary, Sink, StepSpec};
+use reclaimlab_workload::spec::Spec;
+
+#[derive(Default)]
+struct Collect {
+    names: Vec<String>,
+    rows: Vec<Vec<u64>>,
+    trace: String,
+    lat: Vec<(u32, String, f64, f64)>,
+}
+
+impl Sink for Collect {
+    fn vmstat_names(&mut self, names: &[&str]) {
+        self.names = names.iter().map(|s| s.to_string()).collect();
+    }
+    fn vmstat(&mut self, _t: f64, _s: u32, v: &[u64]) {
+        self.rows.push(v.to_vec());
+    }
+    fn trace(&mut self, text: &str) {
+        self.trace.push_str(text);
+    }
+    fn latency(&mut self, step: u32, metric: &str, t: f64, us: f64) {
+        self.lat.push((step, metric.into(), t, us));
+    }
+}
+
+impl Collect {
+    fn delta(&self, name: &str) -> u64 {
+        let i = self.names.iter().position(|n| n == name).unwrap_or_else(|| panic!("no counter {name}"));
+        self.rows.last().unwrap()[i] - self.rows[0][i]
+    }
+    /// Trace lines of `event`, as (comm, fields).
+    fn events(&self, event: &str) -> Vec<(String, String)> {
+        let tag = format!(": {event}: ");
+        self.trace
+            .lines()
+            .filter_map(|l| {
+                let at = l.find(&tag)?;
+                let comm = l.trim_start().split('-').next().unwrap_or("").to_string();
+                Some((comm, l[at + tag.len()..].to_string()))
+            })
+            .collect()
+    }
+}
+
+fn field(fields: &str, name: &str) -> u64 {
+    fields
+        .split_whitespace()
+        .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
+        .unwrap_or_else(|| panic!("no {name} in {fields}"))
+}
+
+fn machine(toml: &str) -> Machine {
+    Machine::from_toml(toml, "test").unwrap()
+}
+
+fn sim(m: &Machine, kernel: &str, spec: &str, seed: u64, set: &[(&str, &str)]) -> (Collect, RunSummary) {
+    let p = profile(kernel).unwrap();
+    let mut params = Params::defaults(p);
+    for (k, v) in set {
+        params.set(k, v).unwrap();
+    }
+    let cfg = SimConfig::new(m.clone(), p, params, seed);
+    let spec = Spec::parse(spec, "test").unwrap();
+    let mut c = Collect::default();
+    let s = run(&cfg, &[StepSpec::from_spec(&spec)], &mut c, &mut |_| {}, true);
+    assert_eq!(s.invariant_error, None, "kernel invariants");
+    (c, s)
+}
+
+const TINY: &str = "name='tiny'\ncpus=2\nmemory_mib=96\nswap_mib=128\n[[devices]]\nname='sda'\nwrite_mb_s=200\nread_mb_s=250\nlatency_us=100\nseek_us=50\n";
+
+const DIRTY_MIX: &str = "name='dirty'\nduration_s=12\nwarmup_s=2\n\
+[[worker]]\nkind='file-writer'\ncount=2\nfiles=2\nfile_mib=12\n\
+[[worker]]\nkind='anon-hog'\ncount=2\nsize_mib=52\n\
+[[worker]]\nkind='mmap-latency'\npages=4096\n";
+
+/// Conservation and flag invariants (every frame free, on one LRU, or
+/// isolated; gauges match flags; page tables, page cache and swap cache
+/// agree) hold at every sample of randomised small runs under each profile.
+#[test]
+fn invariants_hold_in_randomised_runs() {
+    let m = machine(TINY);
+    for seed in 1..=3u64 {
+        for kernel in ["v5.15", "v5.16-rc1", "v5.16", "none"] {
+            let hogs = 30 + (seed * 7) % 40;
+            let spec = format!(
+                "name='r'\nduration_s=4\nwarmup_s=1\n[[worker]]\nkind='file-writer'\ncount={}\nfiles=3\nfile_mib=8\nblock_kib={}\npattern='{}'\n\
+                 [[worker]]\nkind='anon-hog'\ncount=2\nsize_mib={hogs}\n[[worker]]\nkind='file-reader'\nfiles=2\nfile_mib=8\nblock_kib=16\n[[worker]]\nkind='mmap-latency'\npages=2048\n",
+                1 + seed % 3,
+                [4, 64, 1024][seed as usize % 3],
+                ["random", "sequential"][seed as usize % 2]
+            );
+            let (c, _) = sim(&m, kernel, &spec, seed, &[("sim.vmstat_interval_ms", "100")]);
+            assert!(c.delta("pgscan_kswapd") + c.delta("pgscan_direct") > 0, "{kernel} seed {seed}: no reclaim, the check is vacuous");
+        }
+    }
+}
+
+/// Same inputs and seed give byte-identical output; another seed differs.
+#[test]
+fn same_seed_same_bytes() {
+    let m = machine(TINY);
+    let (a, _) = sim(&m, "v5.16", DIRTY_MIX, 7, &[]);
+    let (b, _) = sim(&m, "v5.16", DIRTY_MIX, 7, &[]);
+    assert_eq!(a.trace, b.trace);
+    assert_eq!(a.rows, b.rows);
+    assert_eq!(a.lat, b.lat);
+    let (c, _) = sim(&m, "v5.16", DIRTY_MIX, 8, &[]);
+    assert_ne!(a.rows, c.rows, "the seed changes nothing: randomness is not wired");
+}
+
+/// A slow disk and heavy swapping: dirty and writeback pages at the LRU tail.
+const SLOW_BLKMQ: &str = "name='slow'\ncpus=4\nmemory_mib=128\nswap_mib=256\n[[devices]]\nname='sda'\nwrite_mb_s=40\nread_mb_s=60\nlatency_us=500\nseek_us=4000\n";
+
+const PRESSURE: &str = "name='pressure'\nduration_s=20\nwarmup_s=2\n\
+[[worker]]\nkind='file-writer'\ncount=2\nfiles=2\nfile_mib=16\n\
+[[worker]]\nkind='anon-hog'\ncount=4\nsize_mib=34\n\
+[[worker]]\nkind='mmap-latency'\npages=4096\n";
+
+/// 5.15 `congestion_wait()` on blk-mq (mm/backing-dev.c): nobody calls
+/// `clear_bdi_congested`, so every sleep lasts at least its whole timeout;
+/// `wait_iff_congested()` never sleeps because no bdi is congested.
+#[test]
+fn v515_congestion_wait_always_times_out_on_blk_mq() {
+    let (c, _) = sim(&machine(SLOW_BLKMQ), "v5.15", PRESSURE, 1, &[]);
+    let cw = c.events("writeback_congestion_wait");
+    assert!(!cw.is_empty(), "no congestion_wait in a dirty-pressure run");
+    for (_, f) in &cw {
+        assert!(field(f, "usec_delayed") >= field(f, "usec_timeout"), "woken early on blk-mq: {f}");
+    }
+    for (_, f) in c.events("writeback_wait_iff_congested") {
+        assert!(field(&f, "usec_delayed") < field(&f, "usec_timeout"), "wait_iff_congested slept on blk-mq: {f}");
+    }
+    assert!(c.events("mm_vmscan_throttled").is_empty(), "5.15 has no mm_vmscan_throttled");
+}
+
+/// On the single-queue layer `clear_bdi_congested()` (block/blk-core.c ≤4.20)
+/// wakes `congestion_wait`/`wait_iff_congested` sleepers before their timeout.
+#[test]
+fn v515_single_queue_wakes_sleepers_early() {
+    let sq = SLOW_BLKMQ.replace("name='sda'", "name='sda'\nlayer='single-queue'");
+    let (c, _) = sim(&machine(&sq), "v5.15", PRESSURE, 1, &[("block.nr_requests", "32")]);
+    let mut waits = c.events("writeback_wait_iff_congested");
+    waits.extend(c.events("writeback_congestion_wait"));
+    let slept: Vec<_> = waits.iter().filter(|(_, f)| field(f, "usec_delayed") > 0).collect();
+    assert!(!slept.is_empty(), "nobody slept on a congested single-queue device");
+    assert!(
+        slept.iter().any(|(_, f)| field(f, "usec_delayed") < field(f, "usec_timeout")),
+        "no sleeper was woken early by clear_bdi_congested"
+    );
+}
+
+/// 5.16 `reclaim_throttle()`: kswapd only ever throttles for WRITEBACK
+/// (`shrink_node`'s `nr.immediate` site; it is exempt from the others), and
+/// WRITEBACK sleepers are woken early by `acct_reclaim_writeback()` once
+/// enough pages finish writeback.
+#[test]
+fn v516_kswapd_throttles_for_writeback_only_and_is_woken_early() {
+    let (c, _) = sim(&machine(SLOW_BLKMQ), "v5.16", PRESSURE, 1, &[]);
+    let t = c.events("mm_vmscan_throttled");
+    let kswapd: Vec<_> = t.iter().filter(|(comm, _)| comm.starts_with("kswapd")).collect();
+    assert!(!kswapd.is_empty(), "kswapd never throttled");
+    for (_, f) in &kswapd {
+        assert!(f.ends_with("reason=VMSCAN_THROTTLE_WRITEBACK"), "kswapd throttled for another reason: {f}");
+    }
+    let wb: Vec<_> = t.iter().filter(|(_, f)| f.ends_with("VMSCAN_THROTTLE_WRITEBACK")).collect();
+    assert!(wb.iter().any(|(_, f)| field(f, "usect_delayed") < field(f, "usec_timeout")), "no WRITEBACK sleeper was woken early");
+    assert!(c.events("writeback_congestion_wait").is_empty(), "5.16 reclaim does not call congestion_wait");
+}
+
+/// 5.16 `too_many_isolated()` → ISOLATED: many parallel direct reclaimers
+/// isolating from a short inactive list sleep, and are woken when isolation drops.
+#[test]
+fn v516_many_direct_reclaimers_throttle_isolated() {
+    let m = machine("name='wide'\ncpus=64\nmemory_mib=64\nswap_mib=512\n[[devices]]\nname='sda'\nwrite_mb_s=300\nread_mb_s=300\nlatency_us=100\n");
+    let spec = "name='many'\nduration_s=0.5\n[[worker]]\nkind='anon-hog'\ncount=96\nsize_mib=1\n";
+    let (c, _) = sim(&m, "v5.16", spec, 1, &[]);
+    let iso: Vec<_> = c.events("mm_vmscan_throttled").into_iter().filter(|(_, f)| f.ends_with("VMSCAN_THROTTLE_ISOLATED")).collect();
+    assert!(!iso.is_empty(), "no ISOLATED throttling with 32 direct reclaimers");
+    assert!(iso.iter().all(|(comm, _)| !comm.starts_with("kswapd")), "kswapd is exempt from too_many_isolated");
+}
+
+/// `consider_reclaim_throttle()`: 5.16-rc1 throttles NOPROGRESS below
+/// DEF_PRIORITY-2 for HZ/2; 5.16-rc8 only at priority 1 with nothing
+/// reclaimed, for one jiffy, and `skip_throttle_noprogress` skips it unless
+/// write-pending pages exceed half of the reclaimable ones.
+#[test]
+fn noprogress_fires_only_under_the_profiles_conditions() {
+    let m = machine(SLOW_BLKMQ);
+    let (rc1, _) = sim(&m, "v5.16-rc1", PRESSURE, 1, &[]);
+    let (fin, _) = sim(&m, "v5.16", PRESSURE, 1, &[]);
+    let np = |c: &Collect| -> Vec<(String, String)> { c.events("mm_vmscan_throttled").into_iter().filter(|(_, f)| f.ends_with("NOPROGRESS")).collect() };
+    let (a, b) = (np(&rc1), np(&fin));
+    for (comm, f) in a.iter().chain(&b) {
+        assert!(!comm.starts_with("kswapd"), "kswapd never throttles for NOPROGRESS: {f}");
+    }
+    for (_, f) in &a {
+        assert_eq!(field(f, "usec_timeout"), 500_000, "rc1 NOPROGRESS is HZ/2: {f}");
+    }
+    for (_, f) in &b {
+        assert_eq!(field(f, "usec_timeout"), 4_000, "5.16 NOPROGRESS is one jiffy: {f}");
+    }
+    assert!(a.len() > b.len(), "rc1 should throttle NOPROGRESS more often than 5.16 final ({} vs {})", a.len(), b.len());
+}
+
+/// `out_of_memory()`: with no swap, anon demand beyond RAM kills a task;
+/// with enough swap, reclaim keeps making progress and nobody is killed.
+#[test]
+fn oom_only_when_memory_truly_runs_out() {
+    let spec = "name='oom'\nduration_s=6\n[[worker]]\nkind='anon-hog'\ncount=2\nsize_mib=60\n";
+    let noswap = machine("name='n'\ncpus=2\nmemory_mib=96\n[[devices]]\nname='sda'\nwrite_mb_s=200\nread_mb_s=200\nlatency_us=100\n");
+    let (c, _) = sim(&noswap, "v5.16", spec, 1, &[]);
+    assert!(c.delta("oom_kill") >= 1, "no OOM kill with 120 MiB of anon in 96 MiB and no swap");
+    let swap = machine(TINY);
+    let (c, _) = sim(&swap, "v5.16", spec, 1, &[]);
+    assert!(c.delta("pswpout") > 0, "no swapping: the check is vacuous");
+    assert_eq!(c.delta("oom_kill"), 0, "OOM kill while swap could still absorb the demand");
+}
