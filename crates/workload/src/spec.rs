@@ -123,7 +123,8 @@ impl WorkerSpec {
     }
     /// Whether it starts with the warmup: writers do by default.
     pub fn starts_in_warmup(&self) -> bool {
-        self.in_warmup.unwrap_or(self.kind == WorkerKind::FileWriter)
+        self.in_warmup
+            .unwrap_or(self.kind == WorkerKind::FileWriter)
     }
 }
 
@@ -187,40 +188,70 @@ pub enum SpecError {
 impl Spec {
     /// Reads and checks a spec file.
     pub fn load(path: &str) -> Result<Spec, SpecError> {
-        let text = std::fs::read_to_string(path).map_err(|err| SpecError::Io { file: path.into(), err })?;
+        let text = std::fs::read_to_string(path).map_err(|err| SpecError::Io {
+            file: path.into(),
+            err,
+        })?;
         Spec::parse(&text, path)
     }
 
     /// Parses and checks spec text.
     pub fn parse(text: &str, file: &str) -> Result<Spec, SpecError> {
-        let s: Spec = toml::from_str(text).map_err(|e| SpecError::Parse { file: file.into(), msg: e.to_string() })?;
+        let s: Spec = toml::from_str(text).map_err(|e| SpecError::Parse {
+            file: file.into(),
+            msg: e.to_string(),
+        })?;
         s.check(file)?;
         Ok(s)
     }
 
     fn check(&self, file: &str) -> Result<(), SpecError> {
         if !(self.duration_s > 0.0 && self.duration_s <= 86_400.0) {
-            return Err(SpecError::Bad { file: file.into(), what: format!("duration_s = {} (accepted: 0 < duration_s <= 86400)", self.duration_s) });
+            return Err(SpecError::Bad {
+                file: file.into(),
+                what: format!(
+                    "duration_s = {} (accepted: 0 < duration_s <= 86400)",
+                    self.duration_s
+                ),
+            });
         }
         if !(self.warmup_s >= 0.0 && self.warmup_s <= 86_400.0) {
-            return Err(SpecError::Bad { file: file.into(), what: format!("warmup_s = {} (accepted: 0..=86400)", self.warmup_s) });
+            return Err(SpecError::Bad {
+                file: file.into(),
+                what: format!("warmup_s = {} (accepted: 0..=86400)", self.warmup_s),
+            });
         }
         if self.workers.is_empty() {
-            return Err(SpecError::Bad { file: file.into(), what: "no [[worker]] entries".into() });
+            return Err(SpecError::Bad {
+                file: file.into(),
+                what: "no [[worker]] entries".into(),
+            });
         }
         for (i, w) in self.workers.iter().enumerate() {
-            let bad = |what: String| Err(SpecError::Invalid { file: file.into(), index: i + 1, kind: w.kind, what });
+            let bad = |what: String| {
+                Err(SpecError::Invalid {
+                    file: file.into(),
+                    index: i + 1,
+                    kind: w.kind,
+                    what,
+                })
+            };
             if w.count == 0 || w.count > 4096 {
                 return bad(format!("count = {} (accepted: 1..=4096)", w.count));
             }
             match w.kind {
-                WorkerKind::AnonHog if w.size_mib == 0 => return bad("size_mib is required and must be > 0".into()),
+                WorkerKind::AnonHog if w.size_mib == 0 => {
+                    return bad("size_mib is required and must be > 0".into())
+                }
                 WorkerKind::FileWriter | WorkerKind::FileReader => {
                     if w.file_mib == 0 || w.files == 0 {
                         return bad("files and file_mib must be > 0".into());
                     }
                     if w.block_kib < 4 || w.block_kib % 4 != 0 || w.block_kib > w.file_mib * 1024 {
-                        return bad(format!("block_kib = {} (accepted: a multiple of 4, at most the file size)", w.block_kib));
+                        return bad(format!(
+                            "block_kib = {} (accepted: a multiple of 4, at most the file size)",
+                            w.block_kib
+                        ));
                     }
                 }
                 WorkerKind::MmapLatency if w.pages == 0 => return bad("pages must be > 0".into()),
@@ -240,7 +271,11 @@ mod tests {
         let doc = include_str!("spec.rs");
         let start = doc.find("//! name = ").unwrap();
         let end = doc[start..].find("//! ```").unwrap() + start;
-        let text: String = doc[start..end].lines().map(|l| l.trim_start_matches("//!").trim_start_matches(' ')).collect::<Vec<_>>().join("\n");
+        let text: String = doc[start..end]
+            .lines()
+            .map(|l| l.trim_start_matches("//!").trim_start_matches(' '))
+            .collect::<Vec<_>>()
+            .join("\n");
         let s = Spec::parse(&text, "example.toml").unwrap();
         assert_eq!(s.workers.len(), 4);
         assert!(s.workers[0].starts_in_warmup());
@@ -248,11 +283,26 @@ mod tests {
 
     #[test]
     fn errors_name_file_line_and_fix() {
-        let e = Spec::parse("name='x'\nduration_s=1\n[[worker]]\nkind='hog'\n", "w.toml").unwrap_err().to_string();
-        assert!(e.contains("w.toml") && e.contains("line 4") && e.contains("anon-hog"), "{e}");
-        let e = Spec::parse("name='x'\nduration_s=1\n[[worker]]\nkind='anon-hog'\n", "w.toml").unwrap_err().to_string();
+        let e = Spec::parse("name='x'\nduration_s=1\n[[worker]]\nkind='hog'\n", "w.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("w.toml") && e.contains("line 4") && e.contains("anon-hog"),
+            "{e}"
+        );
+        let e = Spec::parse(
+            "name='x'\nduration_s=1\n[[worker]]\nkind='anon-hog'\n",
+            "w.toml",
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("worker #1") && e.contains("size_mib"), "{e}");
-        let e = Spec::parse("name='x'\nduration_s=-1\n[[worker]]\nkind='anon-hog'\nsize_mib=1\n", "w.toml").unwrap_err().to_string();
+        let e = Spec::parse(
+            "name='x'\nduration_s=-1\n[[worker]]\nkind='anon-hog'\nsize_mib=1\n",
+            "w.toml",
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("duration_s"), "{e}");
     }
 }

@@ -39,7 +39,14 @@ pub async fn anon_hog(w: Rc<World>, pages: u32) {
 
 /// A fio buffered writer (`direct=0`, `readwrite=randwrite` or `write`) over
 /// its own files.
-pub async fn file_writer(w: Rc<World>, files: Vec<u32>, file_pages: u32, block_pages: u32, pattern: Pattern, mut rng: u64) {
+pub async fn file_writer(
+    w: Rc<World>,
+    files: Vec<u32>,
+    file_pages: u32,
+    block_pages: u32,
+    pattern: Pattern,
+    mut rng: u64,
+) {
     let blocks = (file_pages / block_pages).max(1);
     let mut next = 0u64;
     loop {
@@ -65,7 +72,13 @@ pub async fn file_writer(w: Rc<World>, files: Vec<u32>, file_pages: u32, block_p
 }
 
 /// A fio buffered random reader.
-pub async fn file_reader(w: Rc<World>, files: Vec<u32>, file_pages: u32, block_pages: u32, mut rng: u64) {
+pub async fn file_reader(
+    w: Rc<World>,
+    files: Vec<u32>,
+    file_pages: u32,
+    block_pages: u32,
+    mut rng: u64,
+) {
     let blocks = (file_pages / block_pages).max(1);
     loop {
         rng = xorshift(rng);
@@ -96,7 +109,9 @@ pub async fn mmap_latency(w: Rc<World>, pages: u32, sleep_ms: u64, samples: Samp
         let now = w.k().exec.now();
         if let Some(prev) = last {
             let lat_ns = (now - prev).saturating_sub(sleep_ms * 1_000_000);
-            samples.borrow_mut().push(("mmap", now, lat_ns as f64 / 1000.0));
+            samples
+                .borrow_mut()
+                .push(("mmap", now, lat_ns as f64 / 1000.0));
         }
         last = Some(now);
     }
