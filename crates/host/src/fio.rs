@@ -52,9 +52,9 @@ pub fn stutterp_job_file(params: &StutterpParams, plan: &StepPlan, runtime_s: u6
 /// the reader's 32 × 100 MiB.
 pub fn stutterp_disk_bytes(plan: &StepPlan) -> u64 {
     let w = u64::from(plan.split.writers);
-    let mut b = w * w * plan.wss_per_writer_mib << 20;
+    let mut b = (w * w * plan.wss_per_writer_mib) << 20;
     if plan.split.readers > 0 {
-        b += 32 * 100 << 20;
+        b += (32 * 100) << 20;
     }
     b
 }

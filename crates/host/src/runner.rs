@@ -848,7 +848,7 @@ fn run_stutterp(opts: &RunOptions, stop: Arc<AtomicBool>) -> Result<RunOutcome> 
                                 }
                                 header = Some(names);
                             }
-                            let h = header.as_ref().map(Vec::as_slice).unwrap_or(&[]);
+                            let h = header.as_deref().unwrap_or(&[]);
                             let values: Vec<u64> = if snap.counters.len() == h.len()
                                 && snap.counters.iter().zip(h).all(|((n, _), hn)| n == hn)
                             {
