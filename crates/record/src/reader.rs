@@ -264,6 +264,14 @@ impl Record {
                 "every record has latency.csv (at least the header `step,metric,t_s,value_us`)",
             )?,
         )?;
+        if meta.capture.trace && !dir.join(files::TRACE_GZ).is_file() {
+            return Err(RecordError::Missing {
+                path: dir.join(files::TRACE_GZ),
+                hint: "run.json says a trace was captured (capture.trace = true) but the file is not there; \
+                       re-copy the record, or set capture.trace to false"
+                    .into(),
+            });
+        }
         Ok(Record {
             dir: dir.to_path_buf(),
             meta,

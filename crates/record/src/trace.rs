@@ -609,6 +609,32 @@ mod tests {
     }
 
     #[test]
+    fn never_panics_on_mangled_lines() {
+        let lines = [
+            "           <...>-1234  [001] .....  12.345678: mm_vmscan_throttled: nid=0 usec_timeout=100000 usect_delayed=4000 reason=VMSCAN_THROTTLE_WRITEBACK",
+            "            bash-1977  ( 1977) [002] d..2   123.456789: mm_vmscan_throttled: nid=0",
+            " Web Content-x-9-4242 [003] d..1. 100.000001: e: a=1 b=2",
+            "CPU:1 [LOST 1234 EVENTS]",
+            "héllo wörld-12 [000] ... 1.0: ev: ü=ü",
+        ];
+        for l in lines {
+            for end in 0..=l.len() {
+                if let Some(p) = l.get(..end) {
+                    let _ = parse_trace_line(p)
+                        .map(|t| (t.field("a"), t.usec_delayed(), t.timestamp_s()));
+                }
+                if let (Some(a), Some(b)) = (l.get(..end), l.get(end..)) {
+                    for ins in ["[", "]", "-", ":", " ", "(", ")", "[9]", "\r"] {
+                        let m = format!("{a}{ins}{b}");
+                        let _ = parse_trace_line(&m)
+                            .map(|t| (t.comm(), t.field("nid"), t.timestamp_ns()));
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
     fn kswapd_rule() {
         assert!(is_kswapd_comm("kswapd"));
         assert!(is_kswapd_comm("kswapd12"));

@@ -158,7 +158,7 @@ impl Vmstat {
             Some(i) => self
                 .rows
                 .iter()
-                .map(|r| (r.t_s, r.step, r.values[i]))
+                .map(|r| (r.t_s, r.step, r.values.get(i).copied().unwrap_or(0)))
                 .collect(),
             None => Vec::new(),
         }

@@ -10,9 +10,11 @@
 //! allocating (`itoa`, `ryu`). Output is deterministic: the same calls give the
 //! same bytes (fixed gzip level, no timestamp or name in the gzip header).
 
+use std::collections::BTreeSet;
 use std::fs::{self, File};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
 use crate::gzthread::GzThread;
 
@@ -36,6 +38,9 @@ pub mod files {
 pub const TRACE_GZIP_LEVEL: u32 = 1;
 
 const BUF: usize = 256 * 1024;
+
+/// Partial directories being written by this process.
+static ACTIVE: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
 
 /// Writes one run record. See the module documentation.
 pub struct RecordWriter {
@@ -109,6 +114,28 @@ impl RecordWriter {
         };
         fs::create_dir_all(&parent).map_err(|e| RecordError::io(&parent, "creating", e))?;
         let partial_dir = parent.join(format!(".{name}.partial-{}", std::process::id()));
+        // Two writers of this process on the same record would share the
+        // partial directory: refuse the second rather than destroy the first.
+        {
+            let mut active = ACTIVE.lock().unwrap_or_else(|p| p.into_inner());
+            if !active.insert(partial_dir.clone()) {
+                return Err(RecordError::Usage {
+                    path: final_dir.to_path_buf(),
+                    message: "another writer of this process is writing this record; give each run its own --out directory"
+                        .into(),
+                });
+            }
+        }
+        let w = Self::create_in(final_dir, partial_dir.clone(), meta);
+        if w.is_err() {
+            let _ = fs::remove_dir_all(&partial_dir);
+            let mut active = ACTIVE.lock().unwrap_or_else(|p| p.into_inner());
+            active.remove(&partial_dir);
+        }
+        w
+    }
+
+    fn create_in(final_dir: &Path, partial_dir: PathBuf, meta: RunMeta) -> Result<Self> {
         if partial_dir.exists() {
             fs::remove_dir_all(&partial_dir)
                 .map_err(|e| RecordError::io(&partial_dir, "removing a stale partial record", e))?;
@@ -162,6 +189,50 @@ impl RecordWriter {
     /// Replaces the metadata.
     pub fn set_meta(&mut self, meta: RunMeta) {
         self.meta = meta;
+    }
+
+    /// Rejects metadata JSON cannot carry (non-finite numbers would be written
+    /// as `null` and make the record unreadable).
+    fn check_meta(&self) -> Result<()> {
+        let m = &self.meta;
+        let mut bad = Vec::new();
+        let d = &m.duration;
+        for (k, v) in [
+            ("duration.user_s", d.user_s),
+            ("duration.system_s", d.system_s),
+            ("duration.elapsed_s", d.elapsed_s),
+            ("capture.trace_time_offset_s", m.capture.trace_time_offset_s),
+        ] {
+            if !v.is_finite() {
+                bad.push(k.to_string());
+            }
+        }
+        for (i, s) in m.steps.iter().enumerate() {
+            if !s.start_s.is_finite() || !s.end_s.is_finite() {
+                bad.push(format!("steps[{i}]"));
+            }
+        }
+        for (i, t) in m.tasks.iter().enumerate() {
+            if !t.user_s.is_finite() || !t.system_s.is_finite() {
+                bad.push(format!("tasks[{i}]"));
+            }
+        }
+        for (i, dev) in m.machine.devices.iter().enumerate() {
+            if !(dev.write_mb_s.is_finite()
+                && dev.read_mb_s.is_finite()
+                && dev.latency_us.is_finite())
+            {
+                bad.push(format!("machine.devices[{i}]"));
+            }
+        }
+        if bad.is_empty() {
+            Ok(())
+        } else {
+            Err(self.usage(format!(
+                "run.json values are not finite numbers: {}",
+                bad.join(", ")
+            )))
+        }
     }
 
     /// Trace lines written so far.
@@ -314,6 +385,7 @@ impl RecordWriter {
     /// at `final_dir` (a directory with a `run.json`, or an empty directory) is
     /// replaced only now; anything else there is refused. Returns the final path.
     pub fn finish(mut self) -> Result<PathBuf> {
+        self.check_meta()?;
         // An empty trace file when a trace was captured but held no line.
         if self.meta.capture.trace && self.trace.is_none() {
             self.trace_encoder()?;
@@ -394,6 +466,9 @@ impl RecordWriter {
 
 impl Drop for RecordWriter {
     fn drop(&mut self) {
+        let mut active = ACTIVE.lock().unwrap_or_else(|p| p.into_inner());
+        active.remove(&self.partial_dir);
+        drop(active);
         if !self.finished {
             // Stop the compressor first so its file is closed; errors are moot.
             self.trace.take();

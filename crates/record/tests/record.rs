@@ -291,3 +291,69 @@ fn no_trace_is_none() {
     assert_eq!(r.vmstat().delta("x"), None);
     fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn second_writer_on_same_record_is_refused() {
+    let d = tmp("twice");
+    let out = d.join("rec");
+    let w1 = RecordWriter::create(&out, meta()).unwrap();
+    let e = RecordWriter::create(&out, meta())
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(e.contains("another writer"), "{e}");
+    w1.finish().unwrap();
+    // Once finished, the name is free again.
+    RecordWriter::create(&out, meta())
+        .unwrap()
+        .finish()
+        .unwrap();
+    fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn non_finite_meta_is_refused_not_written() {
+    let d = tmp("nan");
+    let out = d.join("rec");
+    let mut w = RecordWriter::create(&out, meta()).unwrap();
+    w.meta_mut().duration.elapsed_s = f64::NAN;
+    let e = w.finish().unwrap_err().to_string();
+    assert!(e.contains("duration.elapsed_s"), "{e}");
+    assert_eq!(fs::read_dir(&d).unwrap().count(), 0);
+    let mut w = RecordWriter::create(&out, meta()).unwrap();
+    assert!(w.latency(4, "mmap", 0.0, f64::INFINITY).is_err());
+    assert!(w.latency(4, "a,b", 0.0, 1.0).is_err());
+    assert!(w.vmstat_row(0.0, 4, &[1]).is_err(), "row before header");
+    w.vmstat_header(&["a", "b"]).unwrap();
+    assert!(w.vmstat_row(0.0, 4, &[1]).is_err(), "short row");
+    assert!(w.trace_line("a\nb").is_err());
+    drop(w);
+    fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn missing_trace_when_meta_says_captured() {
+    let d = tmp("mtrace");
+    let out = write_sample(&d);
+    fs::remove_file(out.join("trace.txt.gz")).unwrap();
+    let e = Record::open(&out).unwrap_err().to_string();
+    assert!(
+        e.contains("trace.txt.gz") && e.contains("capture.trace"),
+        "{e}"
+    );
+    fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn empty_trace_when_captured_but_silent() {
+    let d = tmp("silent");
+    let out = d.join("rec");
+    RecordWriter::create(&out, meta())
+        .unwrap()
+        .finish()
+        .unwrap();
+    let r = Record::open(&out).unwrap();
+    let mut t = r.trace_lines().unwrap().unwrap();
+    assert!(t.next_line().is_none());
+    fs::remove_dir_all(&d).unwrap();
+}
