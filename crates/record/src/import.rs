@@ -8,7 +8,8 @@
 //!   report` output, plain or gzip;
 //! - [`import_mmtests`]: an mmtests results directory (stutterp's mmap-latency
 //!   logs, the `/proc/vmstat` snapshots and `time ::` line of
-//!   `tests-sysstate`/`tests-timestamp`, and `ftrace-stutterp.gz` if present).
+//!   `tests-sysstate`/`tests-timestamp`, `CONFIG_HZ` of the saved kconfig, and
+//!   `ftrace-stutterp.gz` if present).
 //!
 //! Policy for bad trace lines: a line that is not an event (comment, header,
 //! lost-events marker) is dropped silently; a garbled line is skipped, counted
@@ -684,6 +685,24 @@ fn read_kernel_version(iter: &Path) -> Option<String> {
     t.split_whitespace().nth(2).map(str::to_string)
 }
 
+/// `CONFIG_HZ` from the `kconfig-RELEASE.txt(.gz)` mmtests saves.
+fn read_kconfig_hz(iter: &Path) -> Option<u32> {
+    let kconfig = list_dir(iter)
+        .ok()?
+        .into_iter()
+        .find(|(n, _)| {
+            n.starts_with("kconfig-") && (n.ends_with(".txt.gz") || n.ends_with(".txt"))
+        })?
+        .1;
+    let mut r = LineReader::new(open_maybe_gz(&kconfig).ok()?);
+    while let Some(Ok(line)) = r.next_line() {
+        if let Some(v) = line.strip_prefix(b"CONFIG_HZ=") {
+            return std::str::from_utf8(v).ok()?.trim().parse().ok();
+        }
+    }
+    None
+}
+
 fn find_ftrace(iter: &Path, test: &str) -> Option<PathBuf> {
     [format!("ftrace-{test}.gz"), format!("ftrace-{test}")]
         .into_iter()
@@ -777,6 +796,7 @@ pub fn import_mmtests_with(dir: &Path, out: &Path, opts: &MmtestsOptions) -> Res
     meta.machine.memory_bytes = st.mem_total_kb.unwrap_or(0) * 1024;
     meta.machine.cpus = st.cpus.unwrap_or(0);
     meta.machine.nodes = st.nodes.unwrap_or(0);
+    meta.machine.hz = read_kconfig_hz(iter);
 
     let ftrace = find_ftrace(iter, test);
     meta.capture.trace = ftrace.is_some();

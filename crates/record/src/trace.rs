@@ -367,10 +367,10 @@ pub fn parse_trace_line(line: &str) -> Result<TraceLine<'_>, ParseError> {
         _ => {}
     }
 
-    // Find `[CPU]`: the first `[` preceded by a space and followed by digits and `]`.
-    let mut cpu_open = None;
-    let mut cpu_close = 0;
-    let mut cpu: u32 = 0;
+    // Find `[CPU]`: a `[` preceded by a space and followed by digits and `]`.
+    // Normally the first one; a comm may itself contain `[N]`, so on failure
+    // the next candidate is tried.
+    let mut first_err = None;
     for p in memchr::memchr_iter(b'[', b) {
         if p == 0 || b[p - 1] != b' ' {
             continue;
@@ -382,16 +382,27 @@ pub fn parse_trace_line(line: &str) -> Result<TraceLine<'_>, ParseError> {
             q += 1;
         }
         if q > p + 1 && q < b.len() && b[q] == b']' {
-            cpu_open = Some(p);
-            cpu_close = q;
-            cpu = v;
-            break;
+            match parse_after_cpu(line, p, q, v) {
+                Ok(t) => return Ok(t),
+                Err(e) => {
+                    first_err.get_or_insert(e);
+                }
+            }
         }
     }
-    let Some(cpu_open) = cpu_open else {
-        return Err(ParseError::Garbled("a `[CPU]` column"));
-    };
+    Err(first_err.unwrap_or(ParseError::Garbled("a `[CPU]` column")))
+}
 
+/// Parses the rest of an event line around the `[CPU]` column at
+/// `cpu_open..=cpu_close` (`line` already trimmed of its newline).
+#[inline]
+fn parse_after_cpu(
+    line: &str,
+    cpu_open: usize,
+    cpu_close: usize,
+    cpu: u32,
+) -> Result<TraceLine<'_>, ParseError> {
+    let b = line.as_bytes();
     // Task: `COMM-PID`, optionally followed by `(TGID)`.
     let mut head_end = cpu_open;
     while head_end > 0 && b[head_end - 1] == b' ' {
@@ -535,6 +546,8 @@ mod tests {
                 .unwrap();
         assert_eq!(l.comm(), "kworker/u8:2-my [x]");
         assert_eq!(l.pid(), 77);
+        let l = parse_trace_line("  foo [1] bar-12 [003] .... 2.5: ev: x=1").unwrap();
+        assert_eq!((l.comm(), l.pid(), l.cpu()), ("foo [1] bar", 12, 3));
     }
 
     #[test]

@@ -160,6 +160,7 @@ fn mmtests_2021_format() {
     assert_eq!(m.machine.cpus, 2);
     assert_eq!(m.machine.nodes, 1);
     assert_eq!(m.machine.memory_bytes, 8_000_000 * 1024);
+    assert_eq!(m.machine.hz, Some(250));
     assert_eq!(
         m.duration,
         Duration {
@@ -222,6 +223,7 @@ fn mmtests_current_format_subtracts_the_sleep() {
     let r = Record::open(&out).unwrap();
     assert_eq!(r.latency_values("mmap", 4), vec![25000.0, 20000.0, 0.0]);
     assert_eq!(r.meta().params["import.latency_format"], "raw");
+    assert_eq!(r.meta().machine.hz, None);
     assert_eq!(r.vmstat().delta("pgscan_direct"), Some(60));
     // No time line: elapsed from test begin/end.
     assert_eq!(r.meta().duration.elapsed_s, 400.0);
