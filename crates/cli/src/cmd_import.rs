@@ -44,6 +44,9 @@ enum What {
         /// Name of the run in reports (default: the mmtests run name).
         #[arg(long)]
         name: Option<String>,
+        /// Which iter-N to import when there are several (default: the lowest).
+        #[arg(long)]
+        iteration: Option<u32>,
     },
 }
 
@@ -76,6 +79,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             out,
             latency_format,
             name,
+            iteration,
         } => {
             let latency_format = match latency_format.as_str() {
                 "2021" => LatencyFormat::Subtracted2021,
@@ -85,6 +89,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let opts = MmtestsOptions {
                 latency_format,
                 name,
+                iteration,
             };
             let s = import_mmtests_with(&src, &out, &opts).context("import mmtests")?;
             print("mmtests results", &src, &s);

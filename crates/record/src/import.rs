@@ -276,6 +276,8 @@ pub struct MmtestsOptions {
     pub latency_format: LatencyFormat,
     /// The record's name (default: the mmtests run name, or the output directory's name).
     pub name: Option<String>,
+    /// Which `iter-N` to import when the directory holds several (default: the lowest).
+    pub iteration: Option<u32>,
 }
 
 /// The 5 ms sleep of each mmap-latency loop, µs.
@@ -308,10 +310,24 @@ fn iter_number(name: &str) -> Option<u32> {
     name.strip_prefix("iter-").and_then(|n| n.parse().ok())
 }
 
+/// `BASE`, `BASE.gz`, or (older mmtests) `BASE-RUNNAME` in `dir`.
+fn find_state_file(dir: &Path, base: &str) -> Option<PathBuf> {
+    for p in [dir.join(base), dir.join(format!("{base}.gz"))] {
+        if p.is_file() {
+            return Some(p);
+        }
+    }
+    let prefix = format!("{base}-");
+    list_dir(dir)
+        .ok()?
+        .into_iter()
+        .find(|(n, p)| n.starts_with(&prefix) && p.is_file())
+        .map(|(_, p)| p)
+}
+
 fn is_iteration_dir(d: &Path) -> bool {
-    d.join("tests-sysstate").is_file()
-        || d.join("tests-sysstate.gz").is_file()
-        || d.join("tests-timestamp").is_file()
+    find_state_file(d, "tests-sysstate").is_some()
+        || find_state_file(d, "tests-timestamp").is_some()
         || d.join("stutterp").is_dir()
 }
 
@@ -336,7 +352,7 @@ fn find_logs_dir(iter: &Path) -> Option<PathBuf> {
     None
 }
 
-fn locate(dir: &Path) -> Result<Layout> {
+fn locate(dir: &Path, iteration: Option<u32>) -> Result<Layout> {
     if !dir.is_dir() {
         return Err(RecordError::Import {
             path: dir.to_path_buf(),
@@ -387,10 +403,34 @@ fn locate(dir: &Path) -> Result<Layout> {
             .filter_map(|(n, p)| iter_number(&n).map(|i| (i, p)))
             .collect();
         iters.sort();
+        if let Some(want) = iteration {
+            match iters.iter().position(|(i, _)| *i == want) {
+                Some(k) => {
+                    let chosen = iters.remove(k);
+                    iters.insert(0, chosen);
+                    iters.truncate(1);
+                }
+                None => {
+                    let have: Vec<String> =
+                        iters.iter().map(|(i, _)| format!("iter-{i}")).collect();
+                    return Err(RecordError::Import {
+                        path: run_dir.clone(),
+                        message: format!(
+                            "no iter-{want} here; found: {}",
+                            if have.is_empty() {
+                                "none".to_string()
+                            } else {
+                                have.join(", ")
+                            }
+                        ),
+                    });
+                }
+            }
+        }
         if let Some((i, p)) = iters.first() {
             if iters.len() > 1 {
                 notes.push(format!(
-                    "{} iterations found; imported iter-{i} only (import another by giving its iter-N directory)",
+                    "{} iterations found; imported iter-{i} only (import another with --iteration N)",
                     iters.len()
                 ));
             }
@@ -714,7 +754,7 @@ fn find_ftrace(iter: &Path, test: &str) -> Option<PathBuf> {
 /// `docs/run-record.md` for what is read and how).
 pub fn import_mmtests_with(dir: &Path, out: &Path, opts: &MmtestsOptions) -> Result<ImportSummary> {
     let test = "stutterp";
-    let layout = locate(dir)?;
+    let layout = locate(dir, opts.iteration)?;
     let mut notes = layout.notes.clone();
     let iter = &layout.iter_dir;
 
@@ -759,10 +799,7 @@ pub fn import_mmtests_with(dir: &Path, out: &Path, opts: &MmtestsOptions) -> Res
     let mut st = SysState::default();
     let mut found_state = false;
     for name in ["tests-sysstate", "tests-timestamp"] {
-        let p = [iter.join(name), iter.join(format!("{name}.gz"))]
-            .into_iter()
-            .find(|p| p.is_file());
-        if let Some(p) = p {
+        if let Some(p) = find_state_file(iter, name) {
             parse_sysstate(&p, test, &mut st)?;
             found_state = true;
         }

@@ -233,6 +233,7 @@ fn mmtests_current_format_subtracts_the_sleep() {
     let opts = MmtestsOptions {
         latency_format: LatencyFormat::Subtracted2021,
         name: Some("forced".into()),
+        iteration: Some(0),
     };
     import_mmtests_with(&fixture("mmtests-current"), &out, &opts).unwrap();
     let r = Record::open(&out).unwrap();
