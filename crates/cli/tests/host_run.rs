@@ -423,7 +423,7 @@ fn bad_input_is_refused_with_the_fix() {
     let (code, err) = run(&["run", "nosuchworkload"]);
     assert_eq!(code, Some(2));
     assert!(
-        err.contains("workload `nosuchworkload`: not yet supported"),
+        err.contains("workload `nosuchworkload`: unknown"),
         "{err}"
     );
     if sys::is_root() {

@@ -12,6 +12,7 @@ pub mod cgroup;
 pub mod doctor;
 pub mod error;
 pub mod fio;
+pub mod plan;
 pub mod runner;
 pub mod state;
 pub mod swap;

@@ -26,12 +26,13 @@ use reclaimlab_record::{
     Capture, Device, Duration, Machine, Origin, ReclaimScope, RecordWriter, RunMeta, Step,
     TaskTime, Workload,
 };
+use reclaimlab_workload::spec::Spec;
 use reclaimlab_workload::stutterp::{StutterpParams, MIB};
 
 use crate::cgroup::{self, Sandbox, Version};
 use crate::error::{human_bytes, HostError, Result};
 use crate::state::{self, Entry, RunState};
-use crate::{doctor, fio, swap, sys, tracefs, workers};
+use crate::{doctor, fio, plan, swap, sys, tracefs, workers};
 
 /// Where the run confines its workers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -336,19 +337,26 @@ fn apply_sets(opts: &RunOptions, params: &mut StutterpParams) -> Result<Vec<Sysc
 
 /// Runs a workload on this host. See the module documentation for the order of things.
 pub fn run(opts: &RunOptions, stop: Arc<AtomicBool>) -> Result<RunOutcome> {
-    match opts.workload.as_str() {
-        "stutterp" => run_stutterp(opts, stop),
-        other => {
-            // The generic TOML workload spec (crates/workload/src/spec.rs) plugs in here
-            // once it exists: turn its workers into processes placed in the sandbox.
-            Err(HostError::with_fix(
-                format!(
-                    "workload `{other}`: not yet supported by `reclaimlab run` (the real runner knows stutterp; TOML workload specs are not wired to it yet)"
-                ),
-                "reclaimlab run stutterp",
-            ))
-        }
+    if opts.workload == "stutterp" {
+        return run_workload(opts, stop, Source::Stutterp);
     }
+    let p = Path::new(&opts.workload);
+    if p.is_file() || opts.workload.ends_with(".toml") {
+        let spec = Spec::load(&opts.workload).map_err(|e| {
+            HostError::with_fix(
+                e.to_string(),
+                "fix the spec (format: `reclaimlab list workloads`), or run stutterp",
+            )
+        })?;
+        return run_workload(opts, stop, Source::Spec(spec));
+    }
+    Err(HostError::with_fix(
+        format!(
+            "workload `{}`: unknown; `run` takes `stutterp` or a workload spec file (TOML)",
+            opts.workload
+        ),
+        "reclaimlab run stutterp, or reclaimlab run path/to/spec.toml (see `reclaimlab list workloads`)",
+    ))
 }
 
 /// Checks before anything is created. Returns the memory to size from.
@@ -430,9 +438,25 @@ fn preflight(opts: &RunOptions) -> Result<(Option<cgroup::MemoryController>, Pat
     Ok((ctrl, fio, memory))
 }
 
-fn run_stutterp(opts: &RunOptions, stop: Arc<AtomicBool>) -> Result<RunOutcome> {
+/// Where a run's steps come from.
+enum Source {
+    /// The built-in stutterp.
+    Stutterp,
+    /// A generic TOML workload spec.
+    Spec(Spec),
+}
+
+fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Result<RunOutcome> {
     let mut params = StutterpParams::default();
     let sysctls = apply_sets(opts, &mut params)?;
+    if let Source::Spec(_) = &source {
+        if let Some((k, _)) = opts.sets.iter().find(|(k, _)| k.starts_with("stutterp.")) {
+            return Err(HostError::with_fix(
+                format!("--set {k}: stutterp parameters do not apply to a workload spec"),
+                "drop the --set; edit the spec file instead",
+            ));
+        }
+    }
     // Leftovers of crashed runs go first: their swap file or cgroup must not be
     // mistaken for this host's own.
     let mut cleaned = Vec::new();
@@ -454,20 +478,36 @@ fn run_stutterp(opts: &RunOptions, stop: Arc<AtomicBool>) -> Result<RunOutcome> 
         .find(|s| s.path.ends_with("vm/dirty_ratio"))
         .and_then(|s| s.value.trim().parse().ok())
         .unwrap_or(machine_dirty);
-    let sizing = params
-        .sizing(memory, dirty_after)
-        .map_err(|e| HostError::with_fix(e.to_string(), "--memory 1G"))?;
-    let counts = params
-        .worker_counts(cpus)
-        .map_err(|e| HostError::with_fix(e.to_string(), "reclaimlab list params"))?;
-    let mut plans = Vec::new();
-    for t in &counts {
-        plans.push(
-            params
-                .step(&sizing, *t)
-                .map_err(|e| HostError::with_fix(e.to_string(), "--memory 1G"))?,
-        );
-    }
+    let mut sizing_ratio = None;
+    let (steps_work, duration_s, spec_warmup) = match &source {
+        Source::Stutterp => {
+            let sizing = params
+                .sizing(memory, dirty_after)
+                .map_err(|e| HostError::with_fix(e.to_string(), "--memory 1G"))?;
+            sizing_ratio = Some(sizing.dirty_ratio);
+            let counts = params
+                .worker_counts(cpus)
+                .map_err(|e| HostError::with_fix(e.to_string(), "reclaimlab list params"))?;
+            let mut plans = Vec::new();
+            for t in &counts {
+                plans.push(
+                    params
+                        .step(&sizing, *t)
+                        .map_err(|e| HostError::with_fix(e.to_string(), "--memory 1G"))?,
+                );
+            }
+            (
+                plan::stutterp_steps(&params, &counts, &plans),
+                params.duration_s as f64,
+                None,
+            )
+        }
+        Source::Spec(spec) => (
+            vec![plan::spec_step(spec, &opts.workload)?],
+            opts.duration_s.map_or(spec.duration_s, |d| d as f64),
+            Some(spec.warmup_s),
+        ),
+    };
     let pid = std::process::id();
     let name = format!("{}{pid}", state::PREFIX);
     let data_parent = opts
@@ -480,13 +520,10 @@ fn run_stutterp(opts: &RunOptions, stop: Arc<AtomicBool>) -> Result<RunOutcome> 
             "give an existing directory on a local disk",
         ));
     }
-    let need = plans
-        .iter()
-        .map(fio::stutterp_disk_bytes)
-        .max()
-        .unwrap_or(0)
+    let calibrate = spec_warmup.is_none() && params.warmup_s.is_none();
+    let need = steps_work.iter().map(|s| s.disk_bytes).max().unwrap_or(0)
         + opts.swap_file.unwrap_or(0)
-        + params.calibrate_mib * MIB * u64::from(params.warmup_s.is_none());
+        + params.calibrate_mib * MIB * u64::from(calibrate);
     if let Some(free) = doctor::free_bytes(&data_parent) {
         if free < need + need / 10 {
             return Err(HostError::with_fix(
@@ -505,7 +542,13 @@ fn run_stutterp(opts: &RunOptions, stop: Arc<AtomicBool>) -> Result<RunOutcome> 
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0);
-        PathBuf::from(format!("real-stutterp-{secs}"))
+        let wl = match &source {
+            Source::Stutterp => "stutterp".to_string(),
+            Source::Spec(s) => s
+                .name
+                .replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "_"),
+        };
+        PathBuf::from(format!("real-{wl}-{secs}"))
     });
     if out.exists()
         && !out.join("run.json").is_file()
@@ -693,9 +736,10 @@ fn run_stutterp(opts: &RunOptions, stop: Arc<AtomicBool>) -> Result<RunOutcome> 
 
     // 4. Calibration (before the record's time 0, as mmtests runs it before the loop).
     let mut write_mb_s = 0.0;
-    let warmup = match params.warmup_s {
-        Some(w) => w,
-        None => {
+    let warmup: f64 = match (spec_warmup, params.warmup_s) {
+        (Some(w), _) => w,
+        (None, Some(w)) => w as f64,
+        (None, None) => {
             let f = data.join("ddfile");
             say(&format!(
                 "calibrating: writing {} MiB with dd (conv=fdatasync) for the warmup",
@@ -739,7 +783,7 @@ fn run_stutterp(opts: &RunOptions, stop: Arc<AtomicBool>) -> Result<RunOutcome> 
                 "calibration: {} MiB in {secs:.1} s ({write_mb_s:.0} MB/s), warmup {w} s",
                 params.calibrate_mib
             ));
-            w
+            w as f64
         }
     };
 
@@ -761,19 +805,33 @@ fn run_stutterp(opts: &RunOptions, stop: Arc<AtomicBool>) -> Result<RunOutcome> 
         swap_bytes: swap_total,
         devices: device_of(&data, write_mb_s).into_iter().collect(),
     };
-    meta.workload = Workload {
-        name: "stutterp".into(),
-        spec: "stutterp".into(),
-    };
-    for (k, v) in params.to_params() {
-        meta.params.insert(k, v);
+    match &source {
+        Source::Stutterp => {
+            meta.workload = Workload {
+                name: "stutterp".into(),
+                spec: "stutterp".into(),
+            };
+            for (k, v) in params.to_params() {
+                meta.params.insert(k, v);
+            }
+            if let Some(r) = sizing_ratio {
+                meta.params
+                    .insert("stutterp.dirty_ratio".into(), r.to_string());
+            }
+            meta.params
+                .insert("stutterp.warmup_s".into(), warmup.to_string());
+        }
+        Source::Spec(spec) => {
+            meta.workload = Workload {
+                name: spec.name.clone(),
+                spec: opts.workload.clone(),
+            };
+            meta.params
+                .insert("spec.duration_s".into(), duration_s.to_string());
+            meta.params
+                .insert("spec.warmup_s".into(), warmup.to_string());
+        }
     }
-    meta.params.insert(
-        "stutterp.dirty_ratio".into(),
-        sizing.dirty_ratio.to_string(),
-    );
-    meta.params
-        .insert("stutterp.warmup_s".into(), warmup.to_string());
     meta.params
         .insert("vm.dirty_ratio".into(), dirty_after.to_string());
     for n in ["dirty_background_ratio", "swappiness", "min_free_kbytes"] {
@@ -800,7 +858,7 @@ fn run_stutterp(opts: &RunOptions, stop: Arc<AtomicBool>) -> Result<RunOutcome> 
     // Time 0.
     let t0 = sys::mono_ns();
     let t_of = move |ns: u64| ns.saturating_sub(t0) as f64 / 1e9;
-    let cur_step = Arc::new(AtomicU32::new(counts[0]));
+    let cur_step = Arc::new(AtomicU32::new(steps_work.first().map_or(0, |s| s.step)));
     let capture_stop = Arc::new(AtomicBool::new(false));
     let mut threads = Threads {
         stop: Arc::clone(&capture_stop),
@@ -902,18 +960,17 @@ fn run_stutterp(opts: &RunOptions, stop: Arc<AtomicBool>) -> Result<RunOutcome> 
     let mut latency_samples = 0u64;
     let mut failure: Option<HostError> = None;
     let mut interrupted = false;
-    'steps: for (t, plan) in counts.iter().zip(&plans) {
+    'steps: for work in &steps_work {
         if stop.load(Ordering::Relaxed) {
             interrupted = true;
             break;
         }
-        let t = *t;
+        let t = work.step;
         cur_step.store(t, Ordering::Relaxed);
         let start_ns = sys::mono_ns();
         say(&format!(
-            "step {t}: {} writer(s) of {} MiB, {} hog(s) of {} MiB, {} reader(s), 1 mmap-latency; warmup {warmup} s, duration {} s",
-            plan.split.writers, plan.wss_per_writer_mib, plan.split.hogs, plan.wss_per_memhog_mib,
-            plan.split.readers, params.duration_s
+            "step {t}: {}; warmup {warmup} s, duration {duration_s} s",
+            work.describe
         ));
         if opts.scope == Scope::Host {
             // mmtests: sync; echo 3 > drop_caches before each iteration (host scope only:
@@ -922,41 +979,85 @@ fn run_stutterp(opts: &RunOptions, stop: Arc<AtomicBool>) -> Result<RunOutcome> 
             let _ = sys::write("/proc/sys/vm/drop_caches", "3");
         }
         let fio_dir = data.join("stutterp-data");
-        let _ = fs::remove_dir_all(&fio_dir);
-        fs::create_dir_all(&fio_dir).map_err(|e| HostError::io("cannot create", &fio_dir, e))?;
-        let job = data.join(format!("fio-config.{t}"));
-        fs::write(
-            &job,
-            fio::stutterp_job_file(&params, plan, params.runtime_s(warmup)),
-        )
-        .map_err(|e| HostError::io("cannot write fio job file", &job, e))?;
-        let fio_log = data.join(format!("fio-{t}.log"));
-        let mut cmd = fio::command(
-            &fio_path,
-            &fio_dir,
-            &data.join(format!("fio-{t}.latlog")),
-            &job,
-        );
-        cmd.stdin(Stdio::null())
-            .stdout(
-                fs::File::create(&fio_log)
-                    .map_err(|e| HostError::io("cannot create", &fio_log, e))?,
-            )
-            .stderr(Stdio::from(
-                fs::File::options()
-                    .append(true)
-                    .open(&fio_log)
-                    .map_err(|e| HostError::io("cannot open", &fio_log, e))?,
-            ));
-        cgroup::place_in(&mut cmd, &procs);
-        let fio_child = cmd
-            .spawn()
-            .map_err(|e| HostError::new(format!("cannot start fio: {e}")))?;
-        let fio_pid = fio_child.id();
-        let mut pids: Vec<(String, u32)> = vec![("fio".into(), fio_pid)];
-        let fio_alive = || {
-            if exited(fio_pid) {
-                Err(HostError::with_fix(
+        let mut pids: Vec<(String, u32)> = Vec::new();
+        let mut lat_files: Vec<PathBuf> = Vec::new();
+        let step_result = (|| -> Result<bool> {
+            let mut fio_pid = None;
+            let mut job = PathBuf::new();
+            let fio_log = data.join(format!("fio-{t}.log"));
+            if let Some(fj) = &work.fio {
+                let _ = fs::remove_dir_all(&fio_dir);
+                fs::create_dir_all(&fio_dir)
+                    .map_err(|e| HostError::io("cannot create", &fio_dir, e))?;
+                job = data.join(format!("fio-config.{t}"));
+                fs::write(
+                    &job,
+                    fj.text(warmup.ceil() as u64, duration_s.ceil() as u64),
+                )
+                .map_err(|e| HostError::io("cannot write fio job file", &job, e))?;
+                let mut cmd = fio::command(
+                    &fio_path,
+                    &fio_dir,
+                    &data.join(format!("fio-{t}.latlog")),
+                    &job,
+                );
+                cmd.stdin(Stdio::null())
+                    .stdout(
+                        fs::File::create(&fio_log)
+                            .map_err(|e| HostError::io("cannot create", &fio_log, e))?,
+                    )
+                    .stderr(Stdio::from(
+                        fs::File::options()
+                            .append(true)
+                            .open(&fio_log)
+                            .map_err(|e| HostError::io("cannot open", &fio_log, e))?,
+                    ));
+                cgroup::place_in(&mut cmd, &procs);
+                let ch = cmd
+                    .spawn()
+                    .map_err(|e| HostError::new(format!("cannot start fio: {e}")))?;
+                pids.push(("fio".into(), ch.id()));
+                fio_pid = Some(ch.id());
+            }
+            let mut spawn = |p: &plan::Proc, pids: &mut Vec<(String, u32)>| -> Result<()> {
+                let mut c = Command::new(&opts.exe);
+                let comm = match p {
+                    plan::Proc::Hog { bytes } => {
+                        c.args(["worker", "memory-hog", &bytes.to_string()]);
+                        "memory-hog"
+                    }
+                    plan::Proc::MmapLatency { pages, sleep_ms } => {
+                        let f = data.join(format!("mmap-latency-{t}.{}.txt", lat_files.len()));
+                        c.args(["worker", "mmap-latency", "--out"]).arg(&f).args([
+                            "--pages",
+                            &pages.to_string(),
+                            "--sleep-ms",
+                            &sleep_ms.to_string(),
+                            "--t0-mono-ns",
+                            &t0.to_string(),
+                        ]);
+                        lat_files.push(f);
+                        "mmap-latency"
+                    }
+                };
+                c.stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null());
+                cgroup::place_in(&mut c, &procs);
+                let ch = c.spawn().map_err(|e| {
+                    HostError::new(format!(
+                        "cannot start the {comm} worker ({} worker {comm}): {e}",
+                        opts.exe.display()
+                    ))
+                })?;
+                pids.push((comm.to_string(), ch.id()));
+                Ok(())
+            };
+            for p in &work.early {
+                spawn(p, &mut pids)?;
+            }
+            let fio_alive = || match fio_pid {
+                Some(fp) if exited(fp) => Err(HostError::with_fix(
                     format!(
                         "fio exited during the warmup of step {t}; its log ends:\n{}",
                         tail(&fio_log, 8)
@@ -965,70 +1066,21 @@ fn run_stutterp(opts: &RunOptions, stop: Arc<AtomicBool>) -> Result<RunOutcome> 
                         "check the job file {} and the data dir's free space",
                         job.display()
                     ),
-                ))
-            } else {
-                Ok(())
+                )),
+                _ => Ok(()),
+            };
+            if !wait(&stop, warmup, fio_alive)? {
+                return Ok(false);
             }
-        };
-        match wait(&stop, warmup as f64, fio_alive) {
+            for p in &work.late {
+                spawn(p, &mut pids)?;
+            }
+            wait(&stop, duration_s, || Ok(()))
+        })();
+        match step_result {
             Ok(true) => {}
             Ok(false) => interrupted = true,
             Err(e) => failure = Some(e),
-        }
-        if !interrupted && failure.is_none() {
-            for _ in 0..plan.split.hogs {
-                let mut c = Command::new(&opts.exe);
-                c.args([
-                    "worker",
-                    "memory-hog",
-                    &(plan.wss_per_memhog_mib * MIB).to_string(),
-                ])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null());
-                cgroup::place_in(&mut c, &procs);
-                match c.spawn() {
-                    Ok(ch) => pids.push(("memory-hog".into(), ch.id())),
-                    Err(e) => {
-                        failure = Some(HostError::new(format!(
-                            "cannot start memory-hog worker {}: {e}",
-                            opts.exe.display()
-                        )));
-                        break;
-                    }
-                }
-            }
-        }
-        let lat_file = data.join(format!("mmap-latency-{t}.txt"));
-        if !interrupted && failure.is_none() {
-            let mut c = Command::new(&opts.exe);
-            c.args(["worker", "mmap-latency", "--out"])
-                .arg(&lat_file)
-                .args([
-                    "--pages",
-                    &params.mmap_pages.to_string(),
-                    "--sleep-ms",
-                    &params.sleep_ms.to_string(),
-                    "--t0-mono-ns",
-                    &t0.to_string(),
-                ])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null());
-            cgroup::place_in(&mut c, &procs);
-            match c.spawn() {
-                Ok(ch) => pids.push(("mmap-latency".into(), ch.id())),
-                Err(e) => {
-                    failure = Some(HostError::new(format!(
-                        "cannot start the mmap-latency worker: {e}"
-                    )))
-                }
-            }
-        }
-        if !interrupted && failure.is_none() {
-            match wait(&stop, params.duration_s as f64, || Ok(())) {
-                Ok(true) => {}
-                _ => interrupted = true,
-            }
         }
         // Stop the step's workers: by group, so fio's job processes go too.
         match &sandbox {
@@ -1061,9 +1113,16 @@ fn run_stutterp(opts: &RunOptions, stop: Arc<AtomicBool>) -> Result<RunOutcome> 
             start_s: t_of(start_ns),
             end_s: t_of(end_ns),
         });
-        if let Ok(text) = fs::read_to_string(&lat_file) {
+        let mut samples: Vec<(f64, f64)> = Vec::new();
+        for f in &lat_files {
+            if let Ok(text) = fs::read_to_string(f) {
+                samples.extend(workers::parse_latency_file(&text));
+            }
+        }
+        samples.sort_by(|a, b| a.0.total_cmp(&b.0));
+        {
             let mut w = writer.lock().unwrap_or_else(|p| p.into_inner());
-            for (ts, v) in workers::parse_latency_file(&text) {
+            for (ts, v) in samples {
                 if w.latency(t, "mmap", ts, v).is_ok() {
                     latency_samples += 1;
                 }
@@ -1160,11 +1219,16 @@ fn run_stutterp(opts: &RunOptions, stop: Arc<AtomicBool>) -> Result<RunOutcome> 
             "trace clock is `{trace_clock}` (no `mono` on this kernel): trace_time_offset_s is approximate"
         ));
     }
+    // SAFETY: rusage is plain data; getrusage writes it.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
     notes.push(format!(
-        "capture thread: {} lines, {} bytes, {:.3} CPU s",
+        "capture thread: {} lines, {} bytes, {:.3} CPU s; whole runner (capture, sampling, set-up): {:.3} CPU s",
         stream_stats.lines,
         stream_stats.bytes,
-        stream_stats.cpu_ns as f64 / 1e9
+        stream_stats.cpu_ns as f64 / 1e9,
+        tv(ru.ru_utime) + tv(ru.ru_stime)
     ));
 
     let (cg_user, cg_sys) = sandbox
@@ -1283,7 +1347,7 @@ mod tests {
         let e = run(&o, Arc::new(AtomicBool::new(false))).unwrap_err();
         assert!(
             e.to_string()
-                .contains("workload `mapped-file-stream`: not yet supported"),
+                .contains("workload `mapped-file-stream`: unknown"),
             "{e}"
         );
     }
