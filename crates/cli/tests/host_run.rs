@@ -422,10 +422,7 @@ fn bad_input_is_refused_with_the_fix() {
     assert!(err.contains("--memory: `lots` is not a size"), "{err}");
     let (code, err) = run(&["run", "nosuchworkload"]);
     assert_eq!(code, Some(2));
-    assert!(
-        err.contains("workload `nosuchworkload`: unknown"),
-        "{err}"
-    );
+    assert!(err.contains("workload `nosuchworkload`: unknown"), "{err}");
     if sys::is_root() {
         let (code, err) = run(&["run", "stutterp", "--scope", "host"]);
         assert_eq!(code, Some(2));
