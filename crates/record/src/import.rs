@@ -22,7 +22,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::error::{RecordError, Result};
-use crate::lines::{open_maybe_gz, LineReader};
+use crate::lines::{is_gzip, open_maybe_gz, read_error, LineReader};
 use crate::meta::{Origin, ReclaimScope, RunMeta, Step, Workload};
 use crate::trace::{event_subsystem, parse_trace_line, ParseError};
 use crate::vmstat::{parse_vmstat_line, VmstatSnapshot};
@@ -68,19 +68,14 @@ struct TraceCopy {
 impl TraceCopy {
     fn run(src: &Path, w: &mut RecordWriter) -> Result<TraceCopy> {
         let mut st = TraceCopy::default();
+        let gz = is_gzip(src)?;
         let mut r = LineReader::new(open_maybe_gz(src)?);
         let mut line_no = 0u64;
         while let Some(line) = r.next_line() {
             line_no += 1;
             let line = match line {
                 Ok(l) => l,
-                Err(e) => {
-                    return Err(RecordError::Gzip {
-                        path: src.to_path_buf(),
-                        line: line_no,
-                        err: e,
-                    })
-                }
+                Err(e) => return Err(read_error(src, line_no, gz, e)),
             };
             let text = match std::str::from_utf8(line) {
                 Ok(t) => t,
@@ -496,16 +491,13 @@ fn read_latency_logs(logs: &Path) -> Result<Vec<LatencyLog>> {
             // Both .log and .log.gz: keep the first (sorted: .log before .log.gz).
             continue;
         }
+        let gz = is_gzip(&path)?;
         let mut r = LineReader::new(open_maybe_gz(&path)?);
         let mut entries = Vec::new();
         let mut ln = 0u64;
         while let Some(line) = r.next_line() {
             ln += 1;
-            let line = line.map_err(|e| RecordError::Gzip {
-                path: path.clone(),
-                line: ln,
-                err: e,
-            })?;
+            let line = line.map_err(|e| read_error(&path, ln, gz, e))?;
             let text = std::str::from_utf8(line).unwrap_or("\u{fffd}");
             let mut it = text.split_ascii_whitespace();
             let (Some(a), b, extra) = (it.next(), it.next(), it.next()) else {
@@ -553,13 +545,9 @@ struct SysState {
 
 fn parse_sysstate(path: &Path, test: &str, st: &mut SysState) -> Result<()> {
     let mut raw = Vec::new();
-    std::io::Read::read_to_end(&mut open_maybe_gz(path)?, &mut raw).map_err(|e| {
-        RecordError::Gzip {
-            path: path.to_path_buf(),
-            line: 0,
-            err: e,
-        }
-    })?;
+    let gz = is_gzip(path)?;
+    std::io::Read::read_to_end(&mut open_maybe_gz(path)?, &mut raw)
+        .map_err(|e| read_error(path, 0, gz, e))?;
     let text = String::from_utf8_lossy(&raw);
     #[derive(PartialEq)]
     enum Block {

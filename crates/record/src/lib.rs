@@ -9,6 +9,8 @@
 //! `/proc/vmstat`: [`parse_proc_vmstat`]), and the importers of external data
 //! ([`import`]). It depends on nothing else of reclaimlab.
 
+#![warn(missing_docs)]
+
 pub mod error;
 mod gzthread;
 pub mod import;

@@ -81,10 +81,7 @@ impl<R: Read> LineReader<R> {
             }
             if self.end == self.buf.len() {
                 if self.buf.len() > MAX_LINE {
-                    return Some(Err(io::Error::new(
-                        io::ErrorKind::InvalidData,
-                        format!("a line longer than {MAX_LINE} bytes (not a text file?)"),
-                    )));
+                    return Some(Err(io::Error::new(io::ErrorKind::InvalidData, LONG_LINE)));
                 }
                 let n = self.buf.len() * 2;
                 self.buf.resize(n, 0);
@@ -96,6 +93,31 @@ impl<R: Read> LineReader<R> {
                 Err(e) => return Some(Err(e)),
             }
         }
+    }
+}
+
+/// The message of the error [`LineReader`] returns for an over-long line.
+const LONG_LINE: &str = "a line longer than 1 MiB";
+
+/// Turns an error of reading line `line` of `path` into a [`RecordError`]:
+/// an over-long line is a line error (with a hint that the input is not text),
+/// an error of a gzip input is [`RecordError::Gzip`] (truncated or corrupt), any
+/// other an I/O error.
+pub(crate) fn read_error(path: &Path, line: u64, gz: bool, e: io::Error) -> RecordError {
+    if e.kind() == io::ErrorKind::InvalidData && e.to_string().starts_with(LONG_LINE) {
+        RecordError::line(
+            path,
+            line,
+            format!("{LONG_LINE}: not a text file? (a binary trace.dat must first go through `trace-cmd report`)"),
+        )
+    } else if gz {
+        RecordError::Gzip {
+            path: path.to_path_buf(),
+            line,
+            err: e,
+        }
+    } else {
+        RecordError::io(path, "reading", e)
     }
 }
 

@@ -12,7 +12,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::error::{RecordError, Result};
-use crate::lines::LineReader;
+use crate::lines::{read_error, LineReader};
 use crate::meta::RunMeta;
 use crate::trace::{parse_trace_line, OwnedTraceLine, ParseError, TraceLine};
 use crate::vmstat::{Vmstat, VmstatRow};
@@ -171,7 +171,6 @@ fn parse_latency_csv(path: &Path, text: &str) -> Result<Vec<LatencySample>> {
         }
     }
     let mut out = Vec::new();
-    let mut metric_cache: Option<String> = None;
     for (i, line) in lines {
         let ln = i as u64 + 1;
         let line = line.trim_end_matches('\r');
@@ -213,15 +212,7 @@ fn parse_latency_csv(path: &Path, text: &str) -> Result<Vec<LatencySample>> {
                 ),
             ));
         };
-        // Samples of one metric repeat the name: share one allocation pattern.
-        let metric = match &metric_cache {
-            Some(m) if m == f[1] => m.clone(),
-            _ => {
-                let m = f[1].to_string();
-                metric_cache = Some(m.clone());
-                m
-            }
-        };
+        let metric = f[1].to_string();
         out.push(LatencySample {
             step,
             metric,
@@ -354,11 +345,13 @@ pub struct TraceLines {
     line_no: u64,
     lost: u64,
     done: bool,
+    gz: bool,
 }
 
 impl TraceLines {
     /// Opens an ftrace text file, gzip or plain (by magic bytes).
     pub fn open(path: &Path) -> Result<TraceLines> {
+        let gz = crate::lines::is_gzip(path)?;
         let inner = crate::lines::open_maybe_gz(path)?;
         Ok(TraceLines {
             path: path.to_path_buf(),
@@ -366,6 +359,7 @@ impl TraceLines {
             line_no: 0,
             lost: 0,
             done: false,
+            gz,
         })
     }
 
@@ -400,18 +394,7 @@ impl TraceLines {
                 }
                 Some(Err(e)) => {
                     self.done = true;
-                    let err = if e.kind() == std::io::ErrorKind::InvalidData
-                        && e.to_string().contains("longer than")
-                    {
-                        RecordError::line(&self.path, self.line_no + 1, e.to_string())
-                    } else {
-                        RecordError::Gzip {
-                            path: self.path.clone(),
-                            line: self.line_no + 1,
-                            err: e,
-                        }
-                    };
-                    return Some(Err(err));
+                    return Some(Err(read_error(&self.path, self.line_no + 1, self.gz, e)));
                 }
                 Some(Ok(l)) => l,
             };

@@ -314,3 +314,35 @@ fn malformed_mmtests_input_names_file_and_line() {
     assert!(e.contains("no mmtests results found"), "{e}");
     fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn binary_and_truncated_inputs() {
+    let d = tmp("bin");
+    let bin = d.join("trace.dat");
+    fs::write(&bin, vec![0u8; 3 << 20]).unwrap();
+    let e = import_trace(&bin, &d.join("rec")).unwrap_err().to_string();
+    assert!(
+        e.contains("trace.dat:1:") && e.contains("trace-cmd report"),
+        "{e}"
+    );
+    // A gzip cut short: the error names the file and says truncated.
+    let mut text = String::new();
+    for i in 0..50_000 {
+        text.push_str(&format!(
+            "  fio-{} [001] ..... {}.{:06}: mm_vmscan_throttled: nid=0 usec_timeout=100000 usect_delayed={} reason=VMSCAN_THROTTLE_WRITEBACK\n",
+            100 + i % 13,
+            i / 1000,
+            i % 1000,
+            (i * 4000) % 104_000
+        ));
+    }
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    std::io::Write::write_all(&mut enc, text.as_bytes()).unwrap();
+    let gz = enc.finish().unwrap();
+    let cut = d.join("cut.txt.gz");
+    fs::write(&cut, &gz[..gz.len() / 2]).unwrap();
+    let e = import_trace(&cut, &d.join("rec")).unwrap_err().to_string();
+    assert!(e.contains("cut.txt.gz:") && e.contains("truncated"), "{e}");
+    assert!(!d.join("rec").exists());
+    fs::remove_dir_all(&d).unwrap();
+}
