@@ -8,6 +8,16 @@
 //! [`source`] knows how a run record is stored on disk. The first run is the
 //! baseline of every % column. Output is deterministic: the same records give
 //! the same bytes.
+//!
+//! `sim` and `run` print the comparison when they finish:
+//!
+//! ```no_run
+//! use reclaimlab_report::{render_text, report_from_dirs, Options};
+//! let report = report_from_dirs(&["out/v5.15", "out/v5.16"], Options::default())?;
+//! print!("{}", render_text(&report));
+//! std::fs::write("out/report.html", reclaimlab_report::render_html(&report))?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 
 pub mod format;
 pub mod input;
