@@ -306,7 +306,10 @@ fn different_workloads_are_explained() {
         t.contains("No latency operation is present in every run"),
         "{t}"
     );
-    assert!(t.contains("no trace: tracefs not available on this host"), "{t}");
+    assert!(
+        t.contains("no trace: tracefs not available on this host"),
+        "{t}"
+    );
 }
 
 #[test]
