@@ -71,8 +71,8 @@ pub enum RecordError {
 
     /// A compressed file ends early or is corrupt.
     #[error(
-        "{}:{line}: the gzip stream is truncated or corrupt after {line} complete lines \
-         ({err}); re-copy or re-capture the file (`gzip -t` checks it)",
+        "{}:{line}: the gzip stream is truncated or corrupt ({err}); \
+         re-copy or re-capture the file (`gzip -t` checks it)",
         path.display()
     )]
     Gzip {

@@ -183,6 +183,10 @@ pub struct Capture {
     /// Input lines an importer skipped because they did not parse (see `notes`).
     #[serde(default)]
     pub skipped_lines: u64,
+    /// Lines in `trace.txt.gz`, set by the writer; readers use it to detect a
+    /// file cut short at a gzip member boundary (0 = not recorded).
+    #[serde(default)]
+    pub trace_lines: u64,
     /// Free-text notes: why something was not captured, what an importer skipped
     /// or assumed.
     #[serde(default)]

@@ -321,7 +321,13 @@ impl Record {
     /// (`capture.notes` in `run.json` says why).
     pub fn trace_lines(&self) -> Result<Option<TraceLines>> {
         match self.trace_path() {
-            Some(p) => TraceLines::open(&p).map(Some),
+            Some(p) => {
+                let mut t = TraceLines::open(&p)?;
+                if self.meta.capture.trace_lines > 0 {
+                    t.expected = Some(self.meta.capture.trace_lines);
+                }
+                Ok(Some(t))
+            }
             None => Ok(None),
         }
     }
@@ -346,6 +352,7 @@ pub struct TraceLines {
     lost: u64,
     done: bool,
     gz: bool,
+    expected: Option<u64>,
 }
 
 impl TraceLines {
@@ -360,6 +367,7 @@ impl TraceLines {
             lost: 0,
             done: false,
             gz,
+            expected: None,
         })
     }
 
@@ -390,7 +398,20 @@ impl TraceLines {
             let line = match self.reader.next_line() {
                 None => {
                     self.done = true;
-                    return None;
+                    return match self.expected {
+                        Some(n) if n != self.line_no => Some(Err(RecordError::Gzip {
+                            path: self.path.clone(),
+                            line: self.line_no + 1,
+                            err: std::io::Error::new(
+                                std::io::ErrorKind::UnexpectedEof,
+                                format!(
+                                    "it ends after {} lines, run.json records {n}",
+                                    self.line_no
+                                ),
+                            ),
+                        })),
+                        _ => None,
+                    };
                 }
                 Some(Err(e)) => {
                     self.done = true;

@@ -386,6 +386,7 @@ impl RecordWriter {
     /// replaced only now; anything else there is refused. Returns the final path.
     pub fn finish(mut self) -> Result<PathBuf> {
         self.check_meta()?;
+        self.meta.capture.trace_lines = self.trace_lines;
         // An empty trace file when a trace was captured but held no line.
         if self.meta.capture.trace && self.trace.is_none() {
             self.trace_encoder()?;

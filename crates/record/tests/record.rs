@@ -357,3 +357,39 @@ fn empty_trace_when_captured_but_silent() {
     assert!(t.next_line().is_none());
     fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn trace_cut_at_a_member_boundary_is_detected() {
+    let d = tmp("member");
+    let out = d.join("rec");
+    let mut w = RecordWriter::create(&out, meta()).unwrap();
+    // Over 1 MiB of text: at least two gzip members.
+    for i in 0..20_000u64 {
+        w.trace_line(&format!("  fio-{} [001] ..... {}.{:06}: mm_vmscan_throttled: nid=0 usec_timeout=100000 usect_delayed=4000 reason=VMSCAN_THROTTLE_WRITEBACK", 100 + i % 7, i / 1000, i % 1000)).unwrap();
+    }
+    w.finish().unwrap();
+    let p = out.join("trace.txt.gz");
+    let bytes = fs::read(&p).unwrap();
+    // The second member starts at the next gzip header after the first.
+    let second = (10..bytes.len() - 3)
+        .find(|&i| bytes[i..i + 4] == [0x1f, 0x8b, 8, 0])
+        .expect("two members");
+    fs::write(&p, &bytes[..second]).unwrap();
+    let r = Record::open(&out).unwrap();
+    assert_eq!(r.meta().capture.trace_lines, 20_000);
+    let mut t = r.trace_lines().unwrap().unwrap();
+    let mut n = 0;
+    let err = loop {
+        match t.next_line() {
+            Some(Ok(_)) => n += 1,
+            Some(Err(e)) => break e.to_string(),
+            None => panic!("a cut at a member boundary went unnoticed"),
+        }
+    };
+    assert!(n > 0 && n < 20_000);
+    assert!(
+        err.contains("trace.txt.gz:") && err.contains("records 20000"),
+        "{err}"
+    );
+    fs::remove_dir_all(&d).unwrap();
+}
