@@ -10,7 +10,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::error::human_bytes;
-use crate::{cgroup, swap, sys, tracefs};
+use crate::{cgroup, state, swap, sys, tracefs};
 
 /// How a check came out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -398,6 +398,27 @@ pub fn diagnose() -> Diagnosis {
         ),
         None,
     ));
+
+    // leftovers of crashed runs
+    let dead = state::dead_runs(Path::new(state::STATE_DIR));
+    if dead.is_empty() {
+        checks.push(check(
+            "leftovers",
+            Status::Ok,
+            format!("no leftovers of crashed runs ({})", state::STATE_DIR),
+            None,
+        ));
+    } else {
+        for (pid, entries) in dead {
+            let list: Vec<String> = entries.iter().map(|e| e.to_line()).collect();
+            checks.push(check(
+                "leftovers",
+                Status::Warn,
+                format!("crashed run {pid} left: {}", list.join("; ")),
+                Some("the next `reclaimlab run` cleans them up at its start".into()),
+            ));
+        }
+    }
 
     Diagnosis { host, checks }
 }

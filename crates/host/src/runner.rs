@@ -23,8 +23,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration as StdDuration;
 
 use reclaimlab_record::{
-    Capture, Device, Duration, Machine, Origin, ReclaimScope, RecordWriter, RunMeta, Step,
-    TaskTime, Workload,
+    Device, Duration, Machine, Origin, ReclaimScope, RecordWriter, RunMeta, Step, TaskTime,
+    Workload,
 };
 use reclaimlab_workload::spec::Spec;
 use reclaimlab_workload::stutterp::{StutterpParams, MIB};
@@ -1253,14 +1253,11 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
             system_s: cg_sys,
             elapsed_s: t_of(end_ns),
         };
-        m.capture = Capture {
-            trace: res.instance.is_some(),
-            events: events.clone(),
-            lost_events: lost,
-            trace_time_offset_s: t0 as f64 / 1e9,
-            skipped_lines: 0,
-            notes: notes.clone(),
-        };
+        m.capture.trace = res.instance.is_some();
+        m.capture.events = events.clone();
+        m.capture.lost_events = lost;
+        m.capture.trace_time_offset_s = t0 as f64 / 1e9;
+        m.capture.notes = notes.clone();
         m.tasks = tasks;
     }
     let meta = writer.meta().clone();

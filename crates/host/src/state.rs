@@ -222,6 +222,25 @@ fn undo_entries(entries: &[Entry]) -> Vec<HostError> {
     errs
 }
 
+/// State files of runs that are no longer alive (their leftovers await clean-up):
+/// `(pid, entries)`.
+pub fn dead_runs(state_dir: &Path) -> Vec<(u32, Vec<Entry>)> {
+    let mut v = Vec::new();
+    if let Ok(rd) = fs::read_dir(state_dir) {
+        for e in rd.filter_map(|e| e.ok()) {
+            let p = e.path();
+            if p.extension().and_then(|s| s.to_str()) != Some("state") {
+                continue;
+            }
+            let st = parse(&fs::read_to_string(&p).unwrap_or_default());
+            if !is_live_run(st.pid, st.start_time) {
+                v.push((st.pid, st.entries));
+            }
+        }
+    }
+    v
+}
+
 /// Places where `reclaimlab-<pid>` leftovers may be, as (directory, kind) pairs.
 pub fn sweep_places() -> Vec<(PathBuf, &'static str)> {
     let mounts = sys::mounts();
