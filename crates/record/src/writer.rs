@@ -34,7 +34,7 @@ pub mod files {
 }
 
 /// The gzip level of `trace.txt.gz`: fast, since the simulator and importers
-/// stream millions of lines through it (traces still shrink about tenfold).
+/// stream millions of lines through it (ftrace text still shrinks about eightfold).
 pub const TRACE_GZIP_LEVEL: u32 = 1;
 
 const BUF: usize = 256 * 1024;
