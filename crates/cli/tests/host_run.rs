@@ -404,6 +404,9 @@ fn crash_leftovers_are_cleaned_by_the_next_start() {
 
 #[test]
 fn bad_input_is_refused_with_the_fix() {
+    // Serialised too: with another test's swap file active, `run stutterp` without
+    // --swap-file would not be refused.
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let run = |args: &[&str]| {
         let o = Command::new(bin()).args(args).output().unwrap();
         (
@@ -431,7 +434,19 @@ fn bad_input_is_refused_with_the_fix() {
         assert_eq!(code, Some(2));
         assert!(err.contains("too small"), "{err}");
         if swap::active().is_empty() {
-            let (code, err) = run(&["run", "stutterp"]);
+            // Short settings, in case swap appears meanwhile and the run goes ahead.
+            let (code, err) = run(&[
+                "run",
+                "stutterp",
+                "--duration",
+                "1",
+                "--set",
+                "stutterp.workers=4",
+                "--set",
+                "stutterp.warmup_s=0",
+                "--set",
+                "capture.events=none",
+            ]);
             assert_eq!(code, Some(2));
             assert!(err.contains("--swap-file"), "{err}");
         }

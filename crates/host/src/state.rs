@@ -81,14 +81,34 @@ impl Entry {
             Entry::Instance(p) => tracefs::remove_instance_dir(p),
             Entry::SwapFile(p) => swap::remove_swap_file(p),
             Entry::Mount(p) => {
-                if sys::mounts()
+                if !sys::mounts()
                     .iter()
                     .any(|m| m.target == *p && m.fstype == "tracefs")
                 {
-                    tracefs::unmount(p)
-                } else {
-                    Ok(())
+                    return Ok(());
                 }
+                // Someone else's instance (another run, another tool) still uses it.
+                let users: Vec<String> = fs::read_dir(p.join("instances"))
+                    .map(|rd| {
+                        rd.filter_map(|e| e.ok())
+                            .map(|e| e.file_name().to_string_lossy().into_owned())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                if !users.is_empty() {
+                    return Err(HostError::with_fix(
+                        format!(
+                            "tracefs at {} was mounted by a reclaimlab run but is in use (instances: {}); left mounted",
+                            p.display(),
+                            users.join(", ")
+                        ),
+                        format!(
+                            "the next `reclaimlab run` retries; or `umount {}` once those instances are gone",
+                            p.display()
+                        ),
+                    ));
+                }
+                tracefs::unmount(p)
             }
             Entry::DataDir(p) => match fs::remove_dir_all(p) {
                 Ok(()) => Ok(()),
@@ -193,16 +213,34 @@ impl RunState {
     /// Undoes every entry in reverse order; returns the errors (empty = host as found),
     /// and removes the state file only when all undos succeeded.
     pub fn undo_all(&mut self) -> Vec<HostError> {
-        let errs = undo_entries(&self.entries);
-        if errs.is_empty() {
-            let _ = fs::remove_file(&self.path);
-            self.entries.clear();
-        }
+        let failed = undo_entries(&self.entries);
+        let errs = keep_failed(&self.path, &failed);
+        self.entries = failed.into_iter().map(|(e, _)| e).collect();
         errs
     }
 }
 
-fn undo_entries(entries: &[Entry]) -> Vec<HostError> {
+/// Removes a state file when nothing failed; otherwise rewrites it with only the
+/// entries whose undo failed (so the next start retries just those). Returns the errors.
+fn keep_failed(path: &Path, failed: &[(Entry, HostError)]) -> Vec<HostError> {
+    if failed.is_empty() {
+        let _ = fs::remove_file(path);
+        return Vec::new();
+    }
+    let old = parse(&fs::read_to_string(path).unwrap_or_default());
+    let mut text = format!("pid {}\n", old.pid);
+    if let Some(t) = old.start_time {
+        text.push_str(&format!("start {t}\n"));
+    }
+    for (e, _) in failed {
+        text.push_str(&e.to_line());
+        text.push('\n');
+    }
+    let _ = fs::write(path, text);
+    failed.iter().map(|(_, err)| err.clone()).collect()
+}
+
+fn undo_entries(entries: &[Entry]) -> Vec<(Entry, HostError)> {
     // Workers first (cgroups), then what they used.
     let mut errs = Vec::new();
     let mut order: Vec<&Entry> = entries.iter().rev().collect();
@@ -216,7 +254,7 @@ fn undo_entries(entries: &[Entry]) -> Vec<HostError> {
     });
     for e in order {
         if let Err(err) = e.undo() {
-            errs.push(err);
+            errs.push((e.clone(), err));
         }
     }
     errs
@@ -308,17 +346,16 @@ pub fn clean_state_files(state_dir: &Path) -> (Vec<String>, Vec<HostError>) {
         }
     }
     for (pid, entries, path) in entries_of_dead {
-        let e2 = undo_entries(&entries);
+        let failed = undo_entries(&entries);
         for e in &entries {
-            said.push(format!(
-                "cleaned up leftover of crashed run {pid}: {}",
-                e.to_line()
-            ));
+            if !failed.iter().any(|(f, _)| f == e) {
+                said.push(format!(
+                    "cleaned up leftover of crashed run {pid}: {}",
+                    e.to_line()
+                ));
+            }
         }
-        if e2.is_empty() {
-            let _ = fs::remove_file(&path);
-        }
-        errs.extend(e2);
+        errs.extend(keep_failed(&path, &failed));
     }
     (said, errs)
 }
@@ -407,6 +444,24 @@ mod tests {
         assert_eq!(pid_of_name("reclaimlab-99.swap"), Some(99));
         assert_eq!(pid_of_name("reclaimlab-"), None);
         assert_eq!(pid_of_name("other-1"), None);
+    }
+
+    #[test]
+    fn failed_undos_stay_in_the_state_file() {
+        let dir = std::env::temp_dir().join(format!("rl-state-fail-{}", std::process::id()));
+        let mut st = RunState::create_in(&dir).unwrap();
+        let data = dir.join("d");
+        fs::create_dir_all(&data).unwrap();
+        st.log(Entry::DataDir(data.clone())).unwrap();
+        let bad = Entry::Sysctl("/nonexistent/reclaimlab/x".into(), "1".into());
+        st.log(bad.clone()).unwrap();
+        let errs = st.undo_all();
+        assert_eq!(errs.len(), 1);
+        assert!(!data.exists());
+        let left = parse(&fs::read_to_string(st.path()).unwrap());
+        assert_eq!(left.pid, std::process::id());
+        assert_eq!(left.entries, vec![bad]);
+        let _ = fs::remove_dir_all(&dir);
     }
 
     #[test]
