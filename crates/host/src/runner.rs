@@ -949,6 +949,8 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
             })
             .map_err(|e| HostError::new(format!("cannot start the vmstat sampler: {e}")))?
     });
+    // CPU already used in the group (the calibration write) is not the run's.
+    let cpu0 = sandbox.as_ref().and_then(|s| s.cpu_times());
     let stat0 = sandbox
         .as_ref()
         .map(|s| s.memory_stat())
@@ -1234,6 +1236,10 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
     let (cg_user, cg_sys) = sandbox
         .as_ref()
         .and_then(|s| s.cpu_times())
+        .map(|(u, s)| {
+            let (u0, s0) = cpu0.unwrap_or((0.0, 0.0));
+            ((u - u0).max(0.0), (s - s0).max(0.0))
+        })
         .unwrap_or_else(|| {
             tasks
                 .iter()
