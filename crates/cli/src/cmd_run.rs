@@ -23,7 +23,7 @@ pub enum ScopeArg {
 /// Arguments of `reclaimlab run`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The workload: `stutterp`.
+    /// The workload: `stutterp`, or a workload spec file (TOML; see `reclaimlab list workloads`).
     pub workload: String,
     /// Memory limit of the sandbox cgroup; the workload is sized from it.
     #[arg(long, default_value = "1G", value_name = "SIZE")]
@@ -37,7 +37,10 @@ pub struct Args {
     /// Create a temporary swap file of SIZE for the run (removed afterwards).
     #[arg(long, value_name = "SIZE")]
     pub swap_file: Option<String>,
-    /// Set a parameter (`stutterp.*`, see `reclaimlab list params`; `vm.*` sysctls with --scope host).
+    /// Set a parameter: `stutterp.*` (see `reclaimlab list params`);
+    /// `capture.events=default|all|none|SUBSYS:EVENT,...` (tracepoints to capture;
+    /// `all` adds the high-rate mm_vmscan_lru_shrink_inactive); `vm.*` sysctls
+    /// with --scope host (restored afterwards).
     #[arg(long = "set", value_name = "K=V")]
     pub sets: Vec<String>,
     /// Seconds each worker count runs after the warmup (stutterp.duration_s).

@@ -135,6 +135,22 @@ impl Sandbox {
         mut on_created: impl FnMut(&Path),
     ) -> Result<Sandbox> {
         let dir = group_path(&ctrl.mount, name);
+        if ctrl.version == Version::V2 {
+            let sub = ctrl.mount.join("cgroup.subtree_control");
+            let enabled = fs::read_to_string(&sub)
+                .map(|t| t.split_whitespace().any(|c| c == "memory"))
+                .unwrap_or(false);
+            if !enabled {
+                return Err(HostError::with_fix(
+                    format!(
+                        "the memory controller is not enabled for children of {} ({} lacks `memory`)",
+                        ctrl.mount.display(),
+                        sub.display()
+                    ),
+                    format!("echo +memory > {}", sub.display()),
+                ));
+            }
+        }
         fs::create_dir(&dir).map_err(|e| {
             HostError::with_fix(
                 format!("cannot create memory cgroup {}: {e}", dir.display()),
