@@ -955,6 +955,14 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
         .as_ref()
         .map(|s| s.memory_stat())
         .unwrap_or_default();
+    // cgroup v2 has per-group PSI.
+    let cg_psi = |sb: &Sandbox| {
+        fs::read_to_string(sb.dir.join("memory.pressure"))
+            .ok()
+            .as_deref()
+            .and_then(sys::parse_psi)
+    };
+    let cg_psi0 = sandbox.as_ref().and_then(cg_psi);
 
     // 5. The steps.
     let mut steps: Vec<Step> = Vec::new();
@@ -1205,6 +1213,13 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
         }
         if let Some(p) = sb.peak_bytes() {
             notes.push(format!("cgroup peak memory usage {}", human_bytes(p)));
+        }
+        if let (Some(a), Some(b)) = (cg_psi0, cg_psi(sb)) {
+            notes.push(format!(
+                "psi memory (the cgroup's memory.pressure): some {:.3} s, full {:.3} s stalled during the run",
+                b.some.total_us.saturating_sub(a.some.total_us) as f64 / 1e6,
+                b.full.total_us.saturating_sub(a.full.total_us) as f64 / 1e6,
+            ));
         }
     }
     if interrupted {
