@@ -689,7 +689,7 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
     // Tracefs: mount if needed, then a private instance.
     let mut trace_root = tracefs::find_mounted(&mounts);
     if tracefs::requested_events(&events_spec).is_empty() {
-        notes.push("trace capture off (capture.events=none)".into());
+        notes.push("no trace captured: capture.events=none".into());
         trace_root = None;
     } else if trace_root.is_none() && tracefs::mountable() {
         match tracefs::mount() {
