@@ -110,7 +110,13 @@ pub struct BlockDev {
 impl BlockDev {
     /// A device from its machine description.
     pub fn new(d: &DeviceSpec, p: &Params) -> BlockDev {
-        let nr = p.nr_requests as u32;
+        // The single-queue layer has `nr_requests` per direction; blk-mq
+        // with an I/O scheduler allocates 2 × the hardware queue depth
+        // (`blk_mq_init_sched`: `2 * min(queue_depth, BLKDEV_DEFAULT_RQ)`).
+        let nr = match d.layer {
+            Layer::SingleQueue => p.nr_requests as u32,
+            Layer::BlkMq => 2 * d.queue_depth.min(128),
+        };
         BlockDev {
             name: d.name.clone(),
             layer: d.layer,

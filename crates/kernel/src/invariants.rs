@@ -131,6 +131,19 @@ impl Kernel {
                 ));
             }
         }
+        for (f, file) in self.files.iter().enumerate() {
+            for (wi, &word) in file.mapped.iter().enumerate() {
+                let mut bits = word;
+                while bits != 0 {
+                    let i = wi * 64 + bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    let e = file.cache[i];
+                    if e == SLOT_EMPTY || e & SHADOW != 0 {
+                        return Err(format!("file {f} page {i} is mapped but not in the page cache"));
+                    }
+                }
+            }
+        }
         for (id, m) in self.anon.iter().enumerate() {
             if !m.alive {
                 continue;

@@ -126,20 +126,21 @@ impl Kernel {
 
     /// Picks up to `budget` dirty pages of the first dirty inode of device
     /// `d` (`writeback_sb_inodes` → `write_cache_pages`), marks them under
-    /// writeback and returns them grouped into requests.
+    /// writeback and returns them grouped into requests. `None` when no inode
+    /// is eligible; an empty list when the inode had only pages that are
+    /// already under writeback (`write_cache_pages` skips those in
+    /// `WB_SYNC_NONE` mode).
     fn writeback_one_inode(
         &mut self,
         d: usize,
         budget: u64,
         older_than: Option<u64>,
-    ) -> Vec<(Vec<Pfn>, u64)> {
-        let Some(&f) = self.bdis[d].b_dirty.front() else {
-            return Vec::new();
-        };
+    ) -> Option<Vec<(Vec<Pfn>, u64)>> {
+        let &f = self.bdis[d].b_dirty.front()?;
         let file = &self.files[f as usize];
         if let (Some(limit), Some(when)) = (older_than, file.dirtied_when) {
             if when > limit {
-                return Vec::new();
+                return None;
             }
         }
         self.bdis[d].b_dirty.pop_front();
@@ -187,7 +188,7 @@ impl Kernel {
             file.on_dirty_list = false;
         }
         self.count(Ev::Pgpgout, written * 4);
-        reqs
+        Some(reqs)
     }
 
     /// `wb_over_bg_thresh`
@@ -199,6 +200,7 @@ impl Kernel {
 
 /// The flusher of device `d` (`wb_workfn`).
 pub async fn flusher(w: Rc<World>, d: usize) {
+    let mut stalled = false;
     loop {
         // wb_do_writeback(): start_all, then kupdate (old data), then background.
         let work = {
@@ -206,7 +208,7 @@ pub async fn flusher(w: Rc<World>, d: usize) {
             let now = k.exec.now();
             let interval = k.params.dirty_writeback_centisecs * 10_000_000;
             let expire = k.params.dirty_expire_centisecs * 10_000_000;
-            if k.bdis[d].b_dirty.is_empty() {
+            if k.bdis[d].b_dirty.is_empty() || std::mem::take(&mut stalled) {
                 None
             } else if k.bdis[d].start_all {
                 k.bdis[d].start_all = false;
@@ -223,14 +225,26 @@ pub async fn flusher(w: Rc<World>, d: usize) {
         match work {
             Some((budget, older_than)) => {
                 // Write inode by inode until the budget or the condition ends.
+                // wb_writeback() (fs/fs-writeback.c, 5.15): when a pass over
+                // the dirty inodes wrote nothing (every dirty page is already
+                // under writeback) it stops instead of busy-looping; the work
+                // is picked up again on the next wake-up or kupdate interval.
                 let mut left = budget;
+                let mut idle_inodes = 0usize;
                 loop {
-                    let reqs =
-                        w.k()
-                            .writeback_one_inode(d, left.min(MAX_WRITEBACK_PAGES), older_than);
+                    let got = w
+                        .k()
+                        .writeback_one_inode(d, left.min(MAX_WRITEBACK_PAGES), older_than);
+                    let Some(reqs) = got else { break };
                     if reqs.is_empty() {
-                        break;
+                        idle_inodes += 1;
+                        if idle_inodes >= w.k().bdis[d].b_dirty.len() {
+                            stalled = true;
+                            break;
+                        }
+                        continue;
                     }
+                    idle_inodes = 0;
                     let n: u64 = reqs.iter().map(|r| r.0.len() as u64).sum();
                     let cost = n * w.k().params.cost_io_submit_ns;
                     run_on_cpu(&w, 0, cost).await;

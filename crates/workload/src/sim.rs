@@ -104,12 +104,28 @@ fn start_workers(
     nr: &mut u32,
 ) {
     let data_dev = w.k().machine.data_dev();
+    // Readers of a shared mapping share one set of files.
+    let shared: Vec<u32> = if spec.kind == WorkerKind::MmapFileReader {
+        let file_pages = (spec.file_mib * 256) as u32;
+        (0..spec.files)
+            .map(|_| {
+                let mut k = w.k();
+                let f = k.create_file(data_dev, file_pages);
+                k.files[f as usize].sparse = spec.sparse;
+                k.mmap_file(f);
+                f
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
     for _ in 0..spec.count {
         *nr += 1;
         let comm = match spec.kind {
             WorkerKind::AnonHog => "memory-hog",
             WorkerKind::FileWriter | WorkerKind::FileReader => "fio",
             WorkerKind::MmapLatency => "mmap-latency",
+            WorkerKind::MmapFileReader => "mapped-file-stream",
         };
         let nid = *nr % w.k().machine.nodes;
         let t = w.k().new_task(comm, TaskKind::User, nid);
@@ -122,7 +138,12 @@ fn start_workers(
             WorkerKind::FileWriter | WorkerKind::FileReader => {
                 let file_pages = (spec.file_mib * 256) as u32;
                 let files: Vec<u32> = (0..spec.files)
-                    .map(|_| w.k().create_file(data_dev, file_pages))
+                    .map(|_| {
+                        let mut k = w.k();
+                        let f = k.create_file(data_dev, file_pages);
+                        k.files[f as usize].sparse = spec.sparse;
+                        f
+                    })
                     .collect();
                 let block = (spec.block_kib / 4) as u32;
                 if spec.kind == WorkerKind::FileWriter {
@@ -149,6 +170,10 @@ fn start_workers(
                     t,
                     workers::mmap_latency(w.clone(), spec.pages, spec.sleep_ms, samples.clone()),
                 );
+            }
+            WorkerKind::MmapFileReader => {
+                let file_pages = (spec.file_mib * 256) as u32;
+                w.spawn(t, workers::mmap_file_reader(w.clone(), shared.clone(), file_pages, spec.pattern, seed));
             }
         }
     }

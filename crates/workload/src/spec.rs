@@ -28,6 +28,14 @@
 //! kind = "mmap-latency"    # sleep, map, write each page, unmap; records latency
 //! pages = 32768
 //! sleep_ms = 5
+//!
+//! [[worker]]
+//! kind = "mmap-file-reader" # processes sharing a file mapping, one byte per page
+//! count = 4
+//! files = 1
+//! file_mib = 64
+//! pattern = "sequential"
+//! sparse = true            # holes: faults zero-fill, no device reads
 //! ```
 
 use serde::Deserialize;
@@ -44,6 +52,10 @@ pub enum WorkerKind {
     FileReader,
     /// mmtests' `mmap-latency` loop.
     MmapLatency,
+    /// Readers of a shared file mapping, one byte per page (`MADV_RANDOM`):
+    /// the 2010 mapped-file-stream test. All `count` processes map the same
+    /// `files`.
+    MmapFileReader,
 }
 
 /// Access pattern of file workers.
@@ -87,6 +99,9 @@ pub struct WorkerSpec {
     /// mmap-latency: sleep per iteration, ms.
     #[serde(default = "default_sleep")]
     pub sleep_ms: u64,
+    /// File workers: the files are sparse (holes read as zeros, no I/O).
+    #[serde(default)]
+    pub sparse: bool,
     /// Starts with the warmup (writers) instead of after it.
     #[serde(default)]
     pub in_warmup: Option<bool>,
@@ -118,6 +133,7 @@ impl WorkerSpec {
             pattern: Pattern::Random,
             pages: default_pages(),
             sleep_ms: default_sleep(),
+            sparse: false,
             in_warmup: None,
         }
     }
@@ -156,7 +172,7 @@ pub enum SpecError {
         err: std::io::Error,
     },
     /// TOML or field error (the message has line and column).
-    #[error("{file}: {msg}\naccepted worker kinds: anon-hog, file-writer, file-reader, mmap-latency; see `reclaimlab list workloads`")]
+    #[error("{file}: {msg}\naccepted worker kinds: anon-hog, file-writer, file-reader, mmap-latency, mmap-file-reader; see `reclaimlab list workloads`")]
     Parse {
         /// File.
         file: String,
@@ -243,7 +259,7 @@ impl Spec {
                 WorkerKind::AnonHog if w.size_mib == 0 => {
                     return bad("size_mib is required and must be > 0".into())
                 }
-                WorkerKind::FileWriter | WorkerKind::FileReader => {
+                WorkerKind::FileWriter | WorkerKind::FileReader | WorkerKind::MmapFileReader => {
                     if w.file_mib == 0 || w.files == 0 {
                         return bad("files and file_mib must be > 0".into());
                     }
@@ -277,7 +293,7 @@ mod tests {
             .collect::<Vec<_>>()
             .join("\n");
         let s = Spec::parse(&text, "example.toml").unwrap();
-        assert_eq!(s.workers.len(), 4);
+        assert_eq!(s.workers.len(), 5);
         assert!(s.workers[0].starts_in_warmup());
     }
 

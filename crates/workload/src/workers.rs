@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use reclaimlab_kernel::mm::anon::{touch_anon, Access};
-use reclaimlab_kernel::mm::filemap::{file_read, file_write, FileOp};
+use reclaimlab_kernel::mm::filemap::{file_read, file_write, touch_file_mapped, FileOp};
 use reclaimlab_kernel::sched::pay_cpu;
 use reclaimlab_kernel::World;
 
@@ -114,6 +114,34 @@ pub async fn mmap_latency(w: Rc<World>, pages: u32, sleep_ms: u64, samples: Samp
                 .push(("mmap", now, lat_ns as f64 / 1000.0));
         }
         last = Some(now);
+    }
+}
+
+/// A reader of shared file mappings: one byte per page, in passes over
+/// every file (sequential) or at random pages (random), `MADV_RANDOM`.
+pub async fn mmap_file_reader(w: Rc<World>, files: Vec<u32>, file_pages: u32, pattern: Pattern, mut rng: u64) {
+    loop {
+        for &f in &files {
+            let op = match pattern {
+                Pattern::Sequential => touch_file_mapped(&w, f, 0, file_pages).await,
+                Pattern::Random => {
+                    let mut op = FileOp::Ok;
+                    for _ in 0..file_pages {
+                        rng = xorshift(rng);
+                        let i = (rng % u64::from(file_pages)) as u32;
+                        op = touch_file_mapped(&w, f, i, i + 1).await;
+                        if op == FileOp::Killed {
+                            break;
+                        }
+                    }
+                    op
+                }
+            };
+            if op == FileOp::Killed || killed(&w) {
+                return;
+            }
+            pay_cpu(&w).await;
+        }
     }
 }
 

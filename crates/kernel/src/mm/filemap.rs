@@ -37,6 +37,15 @@ pub struct File {
     pub writeback_index: u32,
     /// On its bdi's dirty inode list.
     pub on_dirty_list: bool,
+    /// A hole-only (sparse) file: reading a missing page zero-fills it
+    /// instead of reading the device.
+    pub sparse: bool,
+    /// Shared mapping: which page-cache pages are mapped (pte present).
+    /// Empty until the file is mapped. Simplification: all processes mapping
+    /// the file share one page table (one reference per page).
+    pub mapped: Vec<u64>,
+    /// Accessed bits of the mapped pages.
+    pub young: Vec<u64>,
 }
 
 impl Kernel {
@@ -54,8 +63,50 @@ impl Kernel {
             dirtied_when: None,
             writeback_index: 0,
             on_dirty_list: false,
+            sparse: false,
+            mapped: Vec::new(),
+            young: Vec::new(),
         });
         id
+    }
+
+    /// `mmap(MAP_SHARED)` of file `f` (read-only): sets up its page table.
+    pub fn mmap_file(&mut self, f: u32) {
+        let file = &mut self.files[f as usize];
+        if file.mapped.is_empty() {
+            let words = (file.size as usize).div_ceil(64);
+            file.mapped = vec![0; words];
+            file.young = vec![0; words];
+        }
+    }
+
+    /// `folio_referenced` for a file page: tests and clears its young bit.
+    /// Returns referencing ptes (0 or 1).
+    pub fn file_referenced(&mut self, pfn: Pfn) -> u32 {
+        let p = self.frames.get(pfn);
+        let file = &mut self.files[p.owner as usize];
+        if file.mapped.is_empty() {
+            return 0;
+        }
+        let (w, b) = (p.index as usize / 64, p.index % 64);
+        if file.mapped[w] & (1 << b) == 0 {
+            return 0;
+        }
+        let young = file.young[w] & (1 << b) != 0;
+        file.young[w] &= !(1 << b);
+        u32::from(young)
+    }
+
+    /// `try_to_unmap` for a mapped file page.
+    pub fn file_unmap(&mut self, pfn: Pfn) {
+        let p = self.frames.get(pfn);
+        let file = &mut self.files[p.owner as usize];
+        if file.mapped.is_empty() {
+            return;
+        }
+        let (w, b) = (p.index as usize / 64, p.index % 64);
+        file.mapped[w] &= !(1 << b);
+        file.young[w] &= !(1 << b);
     }
 
     /// `folio_mark_dirty` for a page-cache page: accounts `NR_FILE_DIRTY`,
@@ -226,6 +277,106 @@ pub async fn file_read(w: &World, f: u32, index: u32, n: u32) -> FileOp {
             k.charge_sys(c);
         }
         maybe_pay_cpu(w).await;
+    }
+    FileOp::Ok
+}
+
+/// A read of one byte in each page `[start, end)` of the shared mapping of
+/// file `f` (mapped with `MADV_RANDOM`, so faults read one page, no
+/// readahead). Mapped resident pages only set young bits; others fault
+/// (`filemap_fault`): minor if cached, major otherwise (a device read, or a
+/// zero fill for a sparse file's hole).
+pub async fn touch_file_mapped(w: &World, f: u32, start: u32, end: u32) -> FileOp {
+    let mut i = start;
+    while i < end {
+        let fault_at = {
+            let mut k = w.k();
+            let k = &mut *k;
+            let cost = k.params.cost_touch_ns;
+            let file = &mut k.files[f as usize];
+            let mut j = i;
+            while j < end {
+                let (wi, b) = ((j / 64) as usize, j % 64);
+                if file.mapped[wi] & (1 << b) == 0 {
+                    break;
+                }
+                file.young[wi] |= 1 << b;
+                j += 1;
+            }
+            k.charge_user(u64::from(j - i) * cost);
+            (j < end).then_some(j)
+        };
+        maybe_pay_cpu(w).await;
+        let Some(j) = fault_at else { break };
+        if filemap_fault(w, f, j).await == FileOp::Killed {
+            return FileOp::Killed;
+        }
+        i = j + 1;
+    }
+    FileOp::Ok
+}
+
+/// `filemap_fault` for page `index` of file `f`, then maps it young.
+async fn filemap_fault(w: &World, f: u32, index: u32) -> FileOp {
+    let cached = {
+        let mut k = w.k();
+        k.count(Ev::Pgfault, 1);
+        let c = k.params.cost_fault_ns;
+        k.charge_sys(c);
+        k.find_get_page(f, index)
+    };
+    let pfn = match cached {
+        Some(p) => {
+            while w.k().frames.get(p).test(pg::LOCKED) {
+                let t = {
+                    let k = w.k();
+                    k.exec.now() + k.params.tick_ns()
+                };
+                w.sleep_until(t).await;
+            }
+            p
+        }
+        None => {
+            let Some(pfn) = alloc_page(w, Gfp::HIGHUSER_MOVABLE).await else { return FileOp::Killed };
+            let io = {
+                let mut k = w.k();
+                if let Some(p) = k.find_get_page(f, index) {
+                    k.free_page(pfn);
+                    return map_file_page(&mut k, f, index, p);
+                }
+                k.count(Ev::Pgmajfault, 1);
+                if k.files[f as usize].sparse {
+                    let z = k.params.cost_zero_ns;
+                    k.charge_sys(z);
+                    k.add_to_page_cache_lru(f, index, pfn, pg::UPTODATE);
+                    None
+                } else {
+                    k.add_to_page_cache_lru(f, index, pfn, pg::LOCKED);
+                    k.count(Ev::Pgpgin, 4);
+                    let c = k.params.cost_io_submit_ns;
+                    k.charge_sys(c);
+                    let file = &k.files[f as usize];
+                    Some((file.dev, file.pos + u64::from(index)))
+                }
+            };
+            if let Some((dev, pos)) = io {
+                crate::sched::pay_cpu(w).await;
+                submit_bio(w, dev, ReqKind::FileRead, vec![pfn], pos, true).await;
+            }
+            pfn
+        }
+    };
+    let mut k = w.k();
+    map_file_page(&mut k, f, index, pfn)
+}
+
+/// Sets the pte of page `index` of file `f` if `pfn` is still that page.
+fn map_file_page(k: &mut Kernel, f: u32, index: u32, pfn: Pfn) -> FileOp {
+    if k.find_get_page(f, index) == Some(pfn) {
+        let file = &mut k.files[f as usize];
+        let (wi, b) = ((index / 64) as usize, index % 64);
+        file.mapped[wi] |= 1 << b;
+        file.young[wi] |= 1 << b;
     }
     FileOp::Ok
 }

@@ -292,8 +292,11 @@ impl Kernel {
             }
             may_enter_fs = true;
         }
-        if !file {
-            // try_to_unmap(): always succeeds for our private anon pages.
+        // try_to_unmap(): always succeeds for our private anon pages and
+        // read-only shared file mappings.
+        if file {
+            self.file_unmap(pfn);
+        } else {
             self.anon_unmap(pfn);
         }
         if self.frames.get(pfn).test(pg::DIRTY) {
@@ -527,9 +530,11 @@ pub(super) async fn shrink_active_list(
     let mut k = w.k();
     let n = pages.len() as u64;
     for &pfn in &pages {
-        if !k.frames.get(pfn).test(pg::FILE) {
-            // folio_referenced() clears the young bits; the result only
-            // matters for VM_EXEC file pages.
+        // folio_referenced() clears the young bits; the result only
+        // matters for VM_EXEC file pages (none here).
+        if k.frames.get(pfn).test(pg::FILE) {
+            let _ = k.file_referenced(pfn);
+        } else {
             let _ = k.anon_referenced(pfn);
         }
         let p = k.frames.get_mut(pfn);
