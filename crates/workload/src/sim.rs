@@ -287,8 +287,9 @@ pub fn run(
 }
 
 /// The steps of stutterp on `machine` (see [`crate::stutterp`]): per worker
-/// count, fio random writers (W files each, together `WSS_FILE`, the letters'
-/// intent), anon hogs, the optional reader, one mmap-latency worker; writers
+/// count, fio random writers (W files each, of `WSS_PER_WRITER` as fio ran
+/// the job file, or together `WSS_FILE` as the letters describe it:
+/// `stutterp.file_set`), anon hogs, the optional reader, one mmap-latency worker; writers
 /// warm up alone for the time a 5 GiB `dd` would take on the data device
 /// (computed from its write bandwidth, not simulated) plus 5 s.
 pub fn stutterp_steps(
@@ -308,7 +309,10 @@ pub fn stutterp_steps(
         let mut writer = WorkerSpec::new(K::FileWriter);
         writer.count = w;
         writer.files = w;
-        writer.file_mib = (plan.wss_per_writer_mib / u64::from(w)).max(1);
+        writer.file_mib = match p.file_set {
+            crate::stutterp::FileSet::Fio => plan.wss_per_writer_mib,
+            crate::stutterp::FileSet::Intent => (plan.wss_per_writer_mib / u64::from(w)).max(1),
+        };
         writer.block_kib = (p.writer_bs / 1024).min(writer.file_mib * 1024).max(4);
         let mut hog = WorkerSpec::new(K::AnonHog);
         hog.count = plan.split.hogs;

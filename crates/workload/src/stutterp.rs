@@ -78,6 +78,35 @@ pub struct StutterpParams {
     pub calibrate_mib: u64,
     /// Warmup override in seconds; `None` = from the calibration time.
     pub warmup_s: Option<u64>,
+    /// How big the writers' file set is: as fio runs mmtests' job file, or as
+    /// the letters describe it.
+    pub file_set: FileSet,
+}
+
+/// The size of the fio writers' file set.
+///
+/// mmtests' job file says `nrfiles=W`, `numjobs=W`, `filesize=WSS_PER_WRITER`:
+/// fio's `filesize` is per file and every clone gets its own files, so the
+/// writers really wrote W×W files of `WSS_FILE/W`, W×`WSS_FILE` in all
+/// (`mmtests-method.md` §1.6). The cover letters describe the intent as files
+/// "where the total size of the files add up to the allowed dirty_ratio".
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FileSet {
+    /// What fio did with the job file (the 2021 runs): each writer has W files
+    /// of `WSS_PER_WRITER`.
+    Fio,
+    /// The letters' intent: each writer has W files of `WSS_PER_WRITER/W`.
+    Intent,
+}
+
+impl FileSet {
+    /// The name used by `--set stutterp.file_set=`.
+    pub fn name(self) -> &'static str {
+        match self {
+            FileSet::Fio => "fio",
+            FileSet::Intent => "intent",
+        }
+    }
 }
 
 impl Default for StutterpParams {
@@ -94,6 +123,7 @@ impl Default for StutterpParams {
             writer_bs: MIB,
             calibrate_mib: CALIBRATE_MIB_MMTESTS,
             warmup_s: None,
+            file_set: FileSet::Fio,
         }
     }
 }
@@ -154,6 +184,11 @@ const PARAMS: &[(&str, &str, &str)] = &[
         "stutterp.warmup_s",
         "auto",
         "writer-only warmup in seconds, 0..=3600; auto = from the calibration write",
+    ),
+    (
+        "stutterp.file_set",
+        "fio",
+        "writers' file set: fio = as fio ran the job file (each writer W files of WSS_FILE/W, W x WSS_FILE in all); intent = WSS_FILE in all, as the letters describe it",
     ),
 ];
 
@@ -243,6 +278,13 @@ impl StutterpParams {
                     Some(parse_u64(name, value, 0, 3600)?)
                 }
             }
+            "stutterp.file_set" => {
+                self.file_set = match value.trim() {
+                    "fio" => FileSet::Fio,
+                    "intent" => FileSet::Intent,
+                    _ => return Err(err(name, value, "fio or intent")),
+                }
+            }
             _ => {
                 let names: Vec<&str> = PARAMS.iter().map(|p| p.0).collect();
                 return Err(err(
@@ -277,6 +319,7 @@ impl StutterpParams {
             "stutterp.writer_bs" => self.writer_bs.to_string(),
             "stutterp.calibrate_mib" => self.calibrate_mib.to_string(),
             "stutterp.warmup_s" => opt(self.warmup_s),
+            "stutterp.file_set" => self.file_set.name().to_string(),
             _ => return None,
         })
     }

@@ -127,12 +127,17 @@ const PRESSURE: &str = "name='pressure'\nduration_s=20\nwarmup_s=2\n\
 [[worker]]\nkind='anon-hog'\ncount=4\nsize_mib=34\n\
 [[worker]]\nkind='mmap-latency'\npages=4096\n";
 
+/// `vm.swappiness=0`: reclaim scans only the file LRU (`get_scan_count`), so
+/// whole kswapd passes can find nothing but pages under writeback — the
+/// condition for `PGDAT_WRITEBACK` and `nr_immediate`.
+const FILE_ONLY: &[(&str, &str)] = &[("vm.swappiness", "0")];
+
 /// 5.15 `congestion_wait()` on blk-mq (mm/backing-dev.c): nobody calls
 /// `clear_bdi_congested`, so every sleep lasts at least its whole timeout;
 /// `wait_iff_congested()` never sleeps because no bdi is congested.
 #[test]
 fn v515_congestion_wait_always_times_out_on_blk_mq() {
-    let (c, _) = sim(&machine(SLOW_BLKMQ), "v5.15", PRESSURE, 1, &[]);
+    let (c, _) = sim(&machine(SLOW_BLKMQ), "v5.15", PRESSURE, 1, FILE_ONLY);
     let cw = c.events("writeback_congestion_wait");
     assert!(!cw.is_empty(), "no congestion_wait in a dirty-pressure run");
     for (_, f) in &cw {
@@ -149,7 +154,7 @@ fn v515_congestion_wait_always_times_out_on_blk_mq() {
 #[test]
 fn v515_single_queue_wakes_sleepers_early() {
     let sq = SLOW_BLKMQ.replace("name='sda'", "name='sda'\nlayer='single-queue'");
-    let (c, _) = sim(&machine(&sq), "v5.15", PRESSURE, 1, &[("block.nr_requests", "32")]);
+    let (c, _) = sim(&machine(&sq), "v5.15", PRESSURE, 1, &[("block.nr_requests", "32"), FILE_ONLY[0]]);
     let mut waits = c.events("writeback_wait_iff_congested");
     waits.extend(c.events("writeback_congestion_wait"));
     let slept: Vec<_> = waits.iter().filter(|(_, f)| field(f, "usec_delayed") > 0).collect();
@@ -166,7 +171,7 @@ fn v515_single_queue_wakes_sleepers_early() {
 /// enough pages finish writeback.
 #[test]
 fn v516_kswapd_throttles_for_writeback_only_and_is_woken_early() {
-    let (c, _) = sim(&machine(SLOW_BLKMQ), "v5.16", PRESSURE, 1, &[]);
+    let (c, _) = sim(&machine(SLOW_BLKMQ), "v5.16", PRESSURE, 1, FILE_ONLY);
     let t = c.events("mm_vmscan_throttled");
     let kswapd: Vec<_> = t.iter().filter(|(comm, _)| comm.starts_with("kswapd")).collect();
     assert!(!kswapd.is_empty(), "kswapd never throttled");
