@@ -141,6 +141,23 @@ pub fn builtin_machines() -> Vec<Machine> {
             data_device: None,
             swap_device: None,
         },
+        // One sixteenth of testbox-2021: its CPUs, memory and storage
+        // bandwidth divided by 16, latencies kept. The seconds it takes to
+        // write all memory to disk (~130 s) and the CPU time per byte of I/O
+        // stay those of the 2021 machines, which is what decides whether
+        // dirty and writeback pages reach the LRU tail; the small machine's
+        // fast disk empties its memory in about a second.
+        Machine {
+            name: "slice-2021".into(),
+            description: "testbox-2021 divided by 16: 2 CPUs, 4 GiB, 2 GiB swap, a 31 MB/s share of its SATA SSD (same seconds-to-write-memory)".into(),
+            cpus: 2,
+            nodes: 1,
+            memory_mib: 4 * 1024,
+            swap_mib: 2 * 1024,
+            devices: vec![dev("sda", 31.0, 33.0, 80.0, 20.0, 32)],
+            data_device: None,
+            swap_device: None,
+        },
         Machine {
             name: "laptop".into(),
             description: "8 CPUs, 16 GiB, 8 GiB swap, one NVMe SSD".into(),
