@@ -7,7 +7,9 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use reclaimlab_kernel::mm::anon::{touch_anon, Access};
-use reclaimlab_kernel::mm::filemap::{file_read, file_write, touch_file_mapped, FileOp};
+use reclaimlab_kernel::mm::filemap::{
+    file_read, file_write, touch_file_mapped, touch_file_mapped_random, FileOp,
+};
 use reclaimlab_kernel::sched::pay_cpu;
 use reclaimlab_kernel::World;
 
@@ -124,18 +126,7 @@ pub async fn mmap_file_reader(w: Rc<World>, files: Vec<u32>, file_pages: u32, pa
         for &f in &files {
             let op = match pattern {
                 Pattern::Sequential => touch_file_mapped(&w, f, 0, file_pages).await,
-                Pattern::Random => {
-                    let mut op = FileOp::Ok;
-                    for _ in 0..file_pages {
-                        rng = xorshift(rng);
-                        let i = (rng % u64::from(file_pages)) as u32;
-                        op = touch_file_mapped(&w, f, i, i + 1).await;
-                        if op == FileOp::Killed {
-                            break;
-                        }
-                    }
-                    op
-                }
+                Pattern::Random => touch_file_mapped_random(&w, f, u64::from(file_pages), &mut rng).await,
             };
             if op == FileOp::Killed || killed(&w) {
                 return;

@@ -281,6 +281,53 @@ pub async fn file_read(w: &World, f: u32, index: u32, n: u32) -> FileOp {
     FileOp::Ok
 }
 
+/// `n` reads of one byte at random pages of the shared mapping of file `f`
+/// (`MADV_RANDOM`, the 2010 mapped-file-stream reader). Runs of hits on
+/// mapped pages are handled in one step (young bit, CPU charge); each miss
+/// faults as in [`touch_file_mapped`]. `rng` is a xorshift64 state.
+pub async fn touch_file_mapped_random(w: &World, f: u32, n: u64, rng: &mut u64) -> FileOp {
+    let mut left = n;
+    while left > 0 {
+        let fault_at = {
+            let mut k = w.k();
+            let k = &mut *k;
+            let cost = k.params.cost_touch_random_ns;
+            let file = &mut k.files[f as usize];
+            let size = u64::from(file.size.max(1));
+            let mut hits = 0u64;
+            let mut miss = None;
+            while left > 0 {
+                *rng ^= *rng << 13;
+                *rng ^= *rng >> 7;
+                *rng ^= *rng << 17;
+                let j = (*rng % size) as u32;
+                left -= 1;
+                let (wi, b) = ((j / 64) as usize, j % 64);
+                if file.mapped[wi] & (1 << b) == 0 {
+                    miss = Some(j);
+                    break;
+                }
+                file.young[wi] |= 1 << b;
+                hits += 1;
+                // Let the CPU debt be paid now and then, so that long runs
+                // of hits still share the CPU.
+                if hits >= 4096 {
+                    break;
+                }
+            }
+            k.charge_user(hits * cost);
+            miss
+        };
+        maybe_pay_cpu(w).await;
+        if let Some(j) = fault_at {
+            if filemap_fault(w, f, j).await == FileOp::Killed {
+                return FileOp::Killed;
+            }
+        }
+    }
+    FileOp::Ok
+}
+
 /// A read of one byte in each page `[start, end)` of the shared mapping of
 /// file `f` (mapped with `MADV_RANDOM`, so faults read one page, no
 /// readahead). Mapped resident pages only set young bits; others fault
