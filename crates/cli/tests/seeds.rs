@@ -1,0 +1,104 @@
+//! Seeds and reports, end to end through the binary (issue 3, "Must show"):
+//! the same seed gives the same report bytes, and two seeds of one kernel
+//! rarely differ significantly.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_reclaimlab"))
+}
+
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("reclaimlab-seeds-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// `reclaimlab sim stutterp` on the small machine, short steps, one kernel.
+fn sim(out: &Path, seed: u32) {
+    let o = bin()
+        .args(["sim", "stutterp", "--kernel", "v5.16", "--set", "stutterp.duration_s=20"])
+        .args(["--seed", &seed.to_string()])
+        .arg("--out")
+        .arg(out)
+        .output()
+        .expect("run reclaimlab sim");
+    assert!(o.status.success(), "sim failed: {}", String::from_utf8_lossy(&o.stderr));
+}
+
+fn report(dirs: &[&Path], json: bool) -> Vec<u8> {
+    let mut c = bin();
+    c.arg("report");
+    if json {
+        c.arg("--json");
+    }
+    let o = c.args(dirs).output().expect("run reclaimlab report");
+    assert!(o.status.success(), "report failed: {}", String::from_utf8_lossy(&o.stderr));
+    o.stdout
+}
+
+/// Determinism through the whole pipeline: simulate, write the record,
+/// render the report and the HTML; again from scratch into the same place.
+#[test]
+fn same_seed_gives_the_same_report_bytes() {
+    let out = scratch("same");
+    sim(&out, 7);
+    let run = out.join("v5.16");
+    let first = (
+        report(&[&run], false),
+        report(&[&run], true),
+        std::fs::read(out.join("report.html")).unwrap(),
+        std::fs::read(run.join("trace.txt.gz")).unwrap(),
+        std::fs::read(run.join("vmstat.csv")).unwrap(),
+    );
+    std::fs::remove_dir_all(&out).unwrap();
+    sim(&out, 7);
+    let second = (
+        report(&[&run], false),
+        report(&[&run], true),
+        std::fs::read(out.join("report.html")).unwrap(),
+        std::fs::read(run.join("trace.txt.gz")).unwrap(),
+        std::fs::read(run.join("vmstat.csv")).unwrap(),
+    );
+    assert!(first.0 == second.0, "text report differs");
+    assert!(first.1 == second.1, "JSON report differs");
+    assert!(first.2 == second.2, "HTML report differs");
+    assert!(first.3 == second.3, "trace differs");
+    assert!(first.4 == second.4, "vmstat differs");
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+/// Two seeds of one kernel are two samples of the same system: with a
+/// p < 0.10 test, about one Amean row in ten may be marked by chance, and
+/// more than that would mean the seed changes the system, not the sample.
+#[test]
+fn two_seeds_of_one_kernel_rarely_show_significance() {
+    let dirs: Vec<PathBuf> = (1..=4)
+        .map(|s| {
+            let d = scratch(&format!("seed{s}"));
+            sim(&d, s);
+            d.join("v5.16")
+        })
+        .collect();
+    let mut rows = 0;
+    let mut significant = 0;
+    for pair in [(0, 1), (2, 3)] {
+        let json = report(&[&dirs[pair.0], &dirs[pair.1]], true);
+        let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        let runs = v["runs"].as_array().expect("runs array");
+        for (label, op) in runs[1]["latency"].as_object().expect("latency object") {
+            let Some(vs) = op.get("vs_baseline") else { continue };
+            rows += 1;
+            if vs["significant"].as_bool() == Some(true) {
+                significant += 1;
+                eprintln!("significant by chance: {label} in pair {pair:?}");
+            }
+        }
+    }
+    assert!(rows >= 6, "expected 3 steps x 2 pairs of Amean comparisons, got {rows}");
+    assert!(significant <= 1, "{significant} of {rows} seed-vs-seed Amean rows significant");
+    for d in dirs {
+        std::fs::remove_dir_all(d.parent().unwrap()).unwrap();
+    }
+}
