@@ -134,11 +134,12 @@ params! {
     slice_us: u64 = |_| 3_000, "sched.slice_us", 100, 1_000_000, "CPU time slice before a runnable task yields to a waiting one";
     cost_scan_ns: u64 = |_| 150, "cost.scan_page_ns", 0, 1_000_000, "system CPU per page scanned by reclaim (isolate + reference check)";
     cost_reclaim_ns: u64 = |_| 800, "cost.reclaim_page_ns", 0, 1_000_000, "system CPU per page reclaimed (unmap, remove from mapping, free)";
-    cost_fault_ns: u64 = |_| 600, "cost.fault_ns", 0, 1_000_000, "system CPU per page fault, excluding zeroing";
-    cost_zero_ns: u64 = |_| 400, "cost.zero_page_ns", 0, 1_000_000, "system CPU to zero a 4 KiB page (~10 GB/s)";
-    cost_copy_ns: u64 = |_| 400, "cost.copy_page_ns", 0, 1_000_000, "system CPU per 4 KiB copied by read()/write()";
-    cost_touch_ns: u64 = |_| 3, "cost.touch_page_ns", 0, 1_000_000, "user CPU per resident page touched by a worker's sequential pass";
-    cost_touch_random_ns: u64 = |_| 100, "cost.touch_random_page_ns", 0, 1_000_000, "user CPU per resident page touched at a random offset (a TLB and cache miss)";
+    cost_fault_ns: u64 = |_| 1_900, "cost.fault_ns", 0, 1_000_000, "system CPU per page fault, excluding zeroing";
+    cost_zero_ns: u64 = |_| 80, "cost.zero_page_ns", 0, 1_000_000, "system CPU to zero a 4 KiB page (measured: docs/bench/cpu-costs.md)";
+    cost_unmap_ns: u64 = |_| 300, "cost.unmap_page_ns", 0, 1_000_000, "system CPU per resident page freed by munmap (measured: docs/bench/cpu-costs.md)";
+    cost_copy_ns: u64 = |_| 210, "cost.copy_page_ns", 0, 1_000_000, "system CPU per 4 KiB copied by read()/write()";
+    cost_touch_ns: u64 = |_| 8, "cost.touch_page_ns", 0, 1_000_000, "user CPU per resident page touched by a worker's sequential pass";
+    cost_touch_random_ns: u64 = |_| 12, "cost.touch_random_page_ns", 0, 1_000_000, "user CPU per resident page touched at a random offset (independent loads overlap)";
     cost_io_submit_ns: u64 = |_| 300, "cost.io_submit_page_ns", 0, 1_000_000, "system CPU per page submitted for write or read";
     cost_wakeup_ns: u64 = |_| 2_000, "cost.wakeup_ns", 0, 1_000_000, "system CPU per wake-up from sleep (context switch)";
     vmstat_interval_ms: u64 = |_| 1_000, "sim.vmstat_interval_ms", 10, 3_600_000, "interval between /proc/vmstat samples in the run record";

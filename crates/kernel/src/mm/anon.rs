@@ -112,7 +112,7 @@ impl Kernel {
             freed += 1;
             self.orphan_or_free(e, true);
         }
-        self.charge_sys(freed * self.params.cost_fault_ns / 4);
+        self.charge_sys(freed * self.params.cost_unmap_ns);
     }
 
     /// Frees an anon page whose last mapping went away, or orphans it if
