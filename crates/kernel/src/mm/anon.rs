@@ -300,18 +300,18 @@ async fn do_swap_page(w: &World, id: u32, index: u32, slot: u32, write: bool) ->
             k.count(Ev::Pswpin, 1);
             k.count(Ev::Pgpgin, 4);
             let shadow = k.swap.cache[slot as usize];
-            let active = shadow & SHADOW != 0 && k.workingset_refault(pfn, shadow & !SHADOW, false);
+            let refault_flags = if shadow & SHADOW != 0 {
+                k.workingset_refault(pfn, shadow & !SHADOW, false)
+            } else {
+                0
+            };
             k.swap.cache[slot as usize] = pfn;
             {
                 let p = k.frames.get_mut(pfn);
                 p.flags = pg::SWAPBACKED
                     | pg::SWAPCACHE
                     | pg::LOCKED
-                    | if active {
-                        pg::ACTIVE | pg::WORKINGSET
-                    } else {
-                        0
-                    };
+                    | refault_flags;
                 p.owner = id;
                 p.index = index;
                 p.swap = slot;

@@ -159,11 +159,9 @@ impl Kernel {
             p.owner = f;
             p.index = index;
         }
-        if old != SLOT_EMPTY
-            && old & SHADOW != 0
-            && self.workingset_refault(pfn, old & !SHADOW, true)
-        {
-            self.frames.get_mut(pfn).set(pg::ACTIVE | pg::WORKINGSET);
+        if old != SLOT_EMPTY && old & SHADOW != 0 {
+            let flags = self.workingset_refault(pfn, old & !SHADOW, true);
+            self.frames.get_mut(pfn).set(flags);
         }
         self.files[f as usize].cache[index as usize] = pfn;
         self.account_page(pfn, true, 1);

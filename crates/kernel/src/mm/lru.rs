@@ -11,6 +11,11 @@ use super::NodeStat;
 use crate::vmstat::Ev;
 use crate::Kernel;
 
+/// The eviction clock bits of a shadow entry (below the `SHADOW` marker).
+pub const SHADOW_AGE: u32 = (1 << 30) - 1;
+/// The shadow entry's workingset bit (`pack_shadow`'s `workingset`).
+pub const SHADOW_WORKINGSET: u32 = 1 << 30;
+
 impl Kernel {
     /// `lru_cache_add`: puts `pfn` at the head of the list its flags select.
     pub fn lru_add(&mut self, pfn: Pfn) {
@@ -75,20 +80,29 @@ impl Kernel {
         self.nodes[p.nid as usize].lruvecs[p.memcg as usize].nonresident_age += 1;
     }
 
-    /// `workingset_eviction`: advances the clock and returns the shadow value
-    /// (the clock reading) to leave in the page cache or swap slot.
+    /// `workingset_eviction` (mm/workingset.c 5.15): advances the clock and
+    /// returns the shadow value to leave in the page cache or swap slot: the
+    /// clock reading (30 bits here) and whether the page was in the
+    /// workingset (`PG_workingset`, set when it was deactivated from an
+    /// active list), as `pack_shadow` stores them.
     pub fn workingset_eviction(&mut self, pfn: Pfn) -> u32 {
         let p = self.frames.get(pfn);
+        let ws = if p.test(pg::WORKINGSET) { SHADOW_WORKINGSET } else { 0 };
         let l = &mut self.nodes[p.nid as usize].lruvecs[p.memcg as usize];
         l.nonresident_age += 1;
-        (l.nonresident_age & 0x7fff_ffff) as u32
+        (l.nonresident_age as u32 & SHADOW_AGE) | ws
     }
 
     /// `workingset_refault`: counts the refault and decides whether the page
     /// comes back active: refault distance within the active lists'
     /// `workingset_size` (5.15: active file, plus active anon if swap is
     /// usable; anon refaults also count inactive file).
-    pub fn workingset_refault(&mut self, pfn: Pfn, shadow: u32, file: bool) -> bool {
+    ///
+    /// Returns the flags the page comes back with: none, `PG_active`, or
+    /// `PG_active | PG_workingset` when it was in the workingset before
+    /// eviction — only then is the refault IO noted as reclaim cost
+    /// (`lru_note_cost_page`), as in 5.15.
+    pub fn workingset_refault(&mut self, pfn: Pfn, shadow: u32, file: bool) -> u32 {
         let nid = self.frames.get(pfn).nid as usize;
         let memcg = self.frames.get(pfn).memcg as usize;
         self.count(
@@ -100,8 +114,8 @@ impl Kernel {
             1,
         );
         let lv = &mut self.nodes[nid].lruvecs[memcg];
-        let now = (lv.nonresident_age & 0x7fff_ffff) as u32;
-        let distance = u64::from(now.wrapping_sub(shadow) & 0x7fff_ffff);
+        let now = lv.nonresident_age as u32 & SHADOW_AGE;
+        let distance = u64::from(now.wrapping_sub(shadow & SHADOW_AGE) & SHADOW_AGE);
         let swap_ok = self.swap.nr_free > 0;
         let lv = &self.nodes[nid].lruvecs[memcg];
         let mut workingset = lv.size(Lru::ActiveFile);
@@ -116,7 +130,7 @@ impl Kernel {
             }
         }
         if distance > workingset {
-            return false;
+            return 0;
         }
         self.count(
             if file {
@@ -126,11 +140,14 @@ impl Kernel {
             },
             1,
         );
-        // An activated refault is IO the reclaim of this type caused
-        // (lru_note_cost_page from workingset_refault).
-        self.lru_note_cost(nid, memcg, file, 1);
         self.nodes[nid].lruvecs[memcg].ws_activate[usize::from(file)] += 1;
-        true
+        if shadow & SHADOW_WORKINGSET == 0 {
+            return pg::ACTIVE;
+        }
+        // The page was active before eviction: the refault is IO that
+        // reclaiming this type caused (lru_note_cost_page).
+        self.lru_note_cost(nid, memcg, file, 1);
+        pg::ACTIVE | pg::WORKINGSET
     }
 
     /// `lru_note_cost`: IO caused by reclaiming `file` (or anon) pages,
