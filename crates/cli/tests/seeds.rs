@@ -18,13 +18,24 @@ fn scratch(name: &str) -> PathBuf {
 /// `reclaimlab sim stutterp` on the small machine, short steps, one kernel.
 fn sim(out: &Path, seed: u32) {
     let o = bin()
-        .args(["sim", "stutterp", "--kernel", "v5.16", "--set", "stutterp.duration_s=20"])
+        .args([
+            "sim",
+            "stutterp",
+            "--kernel",
+            "v5.16",
+            "--set",
+            "stutterp.duration_s=20",
+        ])
         .args(["--seed", &seed.to_string()])
         .arg("--out")
         .arg(out)
         .output()
         .expect("run reclaimlab sim");
-    assert!(o.status.success(), "sim failed: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "sim failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 fn report(dirs: &[&Path], json: bool) -> Vec<u8> {
@@ -34,7 +45,11 @@ fn report(dirs: &[&Path], json: bool) -> Vec<u8> {
         c.arg("--json");
     }
     let o = c.args(dirs).output().expect("run reclaimlab report");
-    assert!(o.status.success(), "report failed: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "report failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     o.stdout
 }
 
@@ -88,7 +103,9 @@ fn two_seeds_of_one_kernel_rarely_show_significance() {
         let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
         let runs = v["runs"].as_array().expect("runs array");
         for (label, op) in runs[1]["latency"].as_object().expect("latency object") {
-            let Some(vs) = op.get("vs_baseline") else { continue };
+            let Some(vs) = op.get("vs_baseline") else {
+                continue;
+            };
             rows += 1;
             if vs["significant"].as_bool() == Some(true) {
                 significant += 1;
@@ -96,8 +113,14 @@ fn two_seeds_of_one_kernel_rarely_show_significance() {
             }
         }
     }
-    assert!(rows >= 6, "expected 3 steps x 2 pairs of Amean comparisons, got {rows}");
-    assert!(significant <= 1, "{significant} of {rows} seed-vs-seed Amean rows significant");
+    assert!(
+        rows >= 6,
+        "expected 3 steps x 2 pairs of Amean comparisons, got {rows}"
+    );
+    assert!(
+        significant <= 1,
+        "{significant} of {rows} seed-vs-seed Amean rows significant"
+    );
     for d in dirs {
         std::fs::remove_dir_all(d.parent().unwrap()).unwrap();
     }

@@ -68,7 +68,11 @@ fn main() {
         unmap_ns = unmap_ns.min(t.elapsed().as_nanos() as f64 / pages as f64);
         ns
     });
-    rows.push(("anon write fault, per page (fault + zero)", fault, "cost.fault_ns + cost.zero_page_ns"));
+    rows.push((
+        "anon write fault, per page (fault + zero)",
+        fault,
+        "cost.fault_ns + cost.zero_page_ns",
+    ));
 
     // Zeroing a resident page.
     let p = map(pages);
@@ -95,7 +99,11 @@ fn main() {
         }
         t.elapsed().as_nanos() as f64 / pages as f64
     });
-    rows.push(("one store per resident page, sequential", seq, "cost.touch_page_ns"));
+    rows.push((
+        "one store per resident page, sequential",
+        seq,
+        "cost.touch_page_ns",
+    ));
 
     // Random touch of resident pages (one load per page).
     let rand = best_of(5, || {
@@ -113,9 +121,17 @@ fn main() {
         std::hint::black_box(sum);
         t.elapsed().as_nanos() as f64 / pages as f64
     });
-    rows.push(("one load per resident page, random", rand, "cost.touch_random_page_ns"));
+    rows.push((
+        "one load per resident page, random",
+        rand,
+        "cost.touch_random_page_ns",
+    ));
     unmap(p, pages);
-    rows.push(("munmap, per resident page", unmap_ns, "(freeing; part of cost.reclaim_page_ns)"));
+    rows.push((
+        "munmap, per resident page",
+        unmap_ns,
+        "(freeing; part of cost.reclaim_page_ns)",
+    ));
 
     // pread of 4 KiB from the page cache.
     let dir = std::env::temp_dir();
@@ -140,7 +156,11 @@ fn main() {
         }
         t.elapsed().as_nanos() as f64 / file_pages as f64
     });
-    rows.push(("pread of 4 KiB, page-cached", copy, "cost.copy_page_ns + one syscall"));
+    rows.push((
+        "pread of 4 KiB, page-cached",
+        copy,
+        "cost.copy_page_ns + one syscall",
+    ));
     let mut big = vec![0u8; PAGE * 256];
     let copy_1m = best_of(5, || {
         let t = Instant::now();
@@ -150,7 +170,11 @@ fn main() {
         t.elapsed().as_nanos() as f64 / file_pages as f64
     });
     let _ = std::fs::remove_file(&path);
-    rows.push(("pread of 1 MiB, page-cached, per 4 KiB", copy_1m, "cost.copy_page_ns"));
+    rows.push((
+        "pread of 1 MiB, page-cached, per 4 KiB",
+        copy_1m,
+        "cost.copy_page_ns",
+    ));
 
     let uname = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
     let cpu = std::fs::read_to_string("/proc/cpuinfo")

@@ -139,7 +139,9 @@ impl Kernel {
                     bits &= bits - 1;
                     let e = file.cache[i];
                     if e == SLOT_EMPTY || e & SHADOW != 0 {
-                        return Err(format!("file {f} page {i} is mapped but not in the page cache"));
+                        return Err(format!(
+                            "file {f} page {i} is mapped but not in the page cache"
+                        ));
                     }
                 }
             }

@@ -232,9 +232,9 @@ pub async fn flusher(w: Rc<World>, d: usize) {
                 let mut left = budget;
                 let mut idle_inodes = 0usize;
                 loop {
-                    let got = w
-                        .k()
-                        .writeback_one_inode(d, left.min(MAX_WRITEBACK_PAGES), older_than);
+                    let got =
+                        w.k()
+                            .writeback_one_inode(d, left.min(MAX_WRITEBACK_PAGES), older_than);
                     let Some(reqs) = got else { break };
                     if reqs.is_empty() {
                         idle_inodes += 1;

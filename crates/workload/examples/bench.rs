@@ -49,7 +49,11 @@ impl Deltas {
 
 fn peak_rss_mib() -> f64 {
     let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok()).unwrap_or(0.0) / 1024.0
+    s.lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+        .unwrap_or(0.0)
+        / 1024.0
 }
 
 fn main() {
@@ -59,8 +63,20 @@ fn main() {
         ("small/stutterp-8", "small", "v5.16", 8, 60),
         ("slice-2021/stutterp-8", "slice-2021", "v5.15", 8, 120),
         ("laptop/stutterp-12", "laptop", "v5.16", 12, 20),
-        ("testbox-2021/stutterp-21/v5.15", "testbox-2021", "v5.15", 21, 40),
-        ("testbox-2021/stutterp-21/v5.16", "testbox-2021", "v5.16", 21, 40),
+        (
+            "testbox-2021/stutterp-21/v5.15",
+            "testbox-2021",
+            "v5.15",
+            21,
+            40,
+        ),
+        (
+            "testbox-2021/stutterp-21/v5.16",
+            "testbox-2021",
+            "v5.16",
+            21,
+            40,
+        ),
     ];
     println!("| scenario | kernel | sim s | wall s | sim s / wall s | page events | Mevents / wall s | peak RSS MiB | machine pages x 64 B MiB |");
     println!("|---|---|---|---|---|---|---|---|---|");
@@ -83,7 +99,8 @@ fn main() {
         let wall = t0.elapsed().as_secs_f64();
         // nr_written counts every page whose writeback ended (flusher and
         // reclaim writes, swap-out included).
-        let events = s.d("pgfault") + s.d("pgscan_kswapd") + s.d("pgscan_direct") + s.d("nr_written");
+        let events =
+            s.d("pgfault") + s.d("pgscan_kswapd") + s.d("pgscan_direct") + s.d("nr_written");
         println!(
             "| {name} | {k} | {:.0} | {wall:.2} | {:.1} | {events} | {:.2} | {:.0} | {:.0} |",
             sum.elapsed_s,

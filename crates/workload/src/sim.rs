@@ -173,7 +173,16 @@ fn start_workers(
             }
             WorkerKind::MmapFileReader => {
                 let file_pages = (spec.file_mib * 256) as u32;
-                w.spawn(t, workers::mmap_file_reader(w.clone(), shared.clone(), file_pages, spec.pattern, seed));
+                w.spawn(
+                    t,
+                    workers::mmap_file_reader(
+                        w.clone(),
+                        shared.clone(),
+                        file_pages,
+                        spec.pattern,
+                        seed,
+                    ),
+                );
             }
         }
     }

@@ -121,12 +121,20 @@ pub async fn mmap_latency(w: Rc<World>, pages: u32, sleep_ms: u64, samples: Samp
 
 /// A reader of shared file mappings: one byte per page, in passes over
 /// every file (sequential) or at random pages (random), `MADV_RANDOM`.
-pub async fn mmap_file_reader(w: Rc<World>, files: Vec<u32>, file_pages: u32, pattern: Pattern, mut rng: u64) {
+pub async fn mmap_file_reader(
+    w: Rc<World>,
+    files: Vec<u32>,
+    file_pages: u32,
+    pattern: Pattern,
+    mut rng: u64,
+) {
     loop {
         for &f in &files {
             let op = match pattern {
                 Pattern::Sequential => touch_file_mapped(&w, f, 0, file_pages).await,
-                Pattern::Random => touch_file_mapped_random(&w, f, u64::from(file_pages), &mut rng).await,
+                Pattern::Random => {
+                    touch_file_mapped_random(&w, f, u64::from(file_pages), &mut rng).await
+                }
             };
             if op == FileOp::Killed || killed(&w) {
                 return;

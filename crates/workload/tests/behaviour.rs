@@ -33,7 +33,11 @@ impl Sink for Collect {
 
 impl Collect {
     fn delta(&self, name: &str) -> u64 {
-        let i = self.names.iter().position(|n| n == name).unwrap_or_else(|| panic!("no counter {name}"));
+        let i = self
+            .names
+            .iter()
+            .position(|n| n == name)
+            .unwrap_or_else(|| panic!("no counter {name}"));
         self.rows.last().unwrap()[i] - self.rows[0][i]
     }
     /// Trace lines of `event`, as (comm, fields).
@@ -61,7 +65,13 @@ fn machine(toml: &str) -> Machine {
     Machine::from_toml(toml, "test").unwrap()
 }
 
-fn sim(m: &Machine, kernel: &str, spec: &str, seed: u64, set: &[(&str, &str)]) -> (Collect, RunSummary) {
+fn sim(
+    m: &Machine,
+    kernel: &str,
+    spec: &str,
+    seed: u64,
+    set: &[(&str, &str)],
+) -> (Collect, RunSummary) {
     let p = profile(kernel).unwrap();
     let mut params = Params::defaults(p);
     for (k, v) in set {
@@ -70,7 +80,13 @@ fn sim(m: &Machine, kernel: &str, spec: &str, seed: u64, set: &[(&str, &str)]) -
     let cfg = SimConfig::new(m.clone(), p, params, seed);
     let spec = Spec::parse(spec, "test").unwrap();
     let mut c = Collect::default();
-    let s = run(&cfg, &[StepSpec::from_spec(&spec)], &mut c, &mut |_| {}, true);
+    let s = run(
+        &cfg,
+        &[StepSpec::from_spec(&spec)],
+        &mut c,
+        &mut |_| {},
+        true,
+    );
     assert_eq!(s.invariant_error, None, "kernel invariants");
     (c, s)
 }
@@ -100,8 +116,17 @@ fn invariants_hold_in_randomised_runs() {
                 ["sequential", "random"][seed as usize % 2],
                 seed % 2 == 0
             );
-            let (c, _) = sim(&m, kernel, &spec, seed, &[("sim.vmstat_interval_ms", "100")]);
-            assert!(c.delta("pgscan_kswapd") + c.delta("pgscan_direct") > 0, "{kernel} seed {seed}: no reclaim, the check is vacuous");
+            let (c, _) = sim(
+                &m,
+                kernel,
+                &spec,
+                seed,
+                &[("sim.vmstat_interval_ms", "100")],
+            );
+            assert!(
+                c.delta("pgscan_kswapd") + c.delta("pgscan_direct") > 0,
+                "{kernel} seed {seed}: no reclaim, the check is vacuous"
+            );
         }
     }
 }
@@ -116,7 +141,10 @@ fn same_seed_same_bytes() {
     assert_eq!(a.rows, b.rows);
     assert_eq!(a.lat, b.lat);
     let (c, _) = sim(&m, "v5.16", DIRTY_MIX, 8, &[]);
-    assert_ne!(a.rows, c.rows, "the seed changes nothing: randomness is not wired");
+    assert_ne!(
+        a.rows, c.rows,
+        "the seed changes nothing: randomness is not wired"
+    );
 }
 
 /// A slow disk and heavy swapping: dirty and writeback pages at the LRU tail.
@@ -141,12 +169,21 @@ fn v515_congestion_wait_always_times_out_on_blk_mq() {
     let cw = c.events("writeback_congestion_wait");
     assert!(!cw.is_empty(), "no congestion_wait in a dirty-pressure run");
     for (_, f) in &cw {
-        assert!(field(f, "usec_delayed") >= field(f, "usec_timeout"), "woken early on blk-mq: {f}");
+        assert!(
+            field(f, "usec_delayed") >= field(f, "usec_timeout"),
+            "woken early on blk-mq: {f}"
+        );
     }
     for (_, f) in c.events("writeback_wait_iff_congested") {
-        assert!(field(&f, "usec_delayed") < field(&f, "usec_timeout"), "wait_iff_congested slept on blk-mq: {f}");
+        assert!(
+            field(&f, "usec_delayed") < field(&f, "usec_timeout"),
+            "wait_iff_congested slept on blk-mq: {f}"
+        );
     }
-    assert!(c.events("mm_vmscan_throttled").is_empty(), "5.15 has no mm_vmscan_throttled");
+    assert!(
+        c.events("mm_vmscan_throttled").is_empty(),
+        "5.15 has no mm_vmscan_throttled"
+    );
 }
 
 /// On the single-queue layer `clear_bdi_congested()` (block/blk-core.c ≤4.20)
@@ -154,13 +191,27 @@ fn v515_congestion_wait_always_times_out_on_blk_mq() {
 #[test]
 fn v515_single_queue_wakes_sleepers_early() {
     let sq = SLOW_BLKMQ.replace("name='sda'", "name='sda'\nlayer='single-queue'");
-    let (c, _) = sim(&machine(&sq), "v5.15", PRESSURE, 1, &[("block.nr_requests", "32"), FILE_ONLY[0]]);
+    let (c, _) = sim(
+        &machine(&sq),
+        "v5.15",
+        PRESSURE,
+        1,
+        &[("block.nr_requests", "32"), FILE_ONLY[0]],
+    );
     let mut waits = c.events("writeback_wait_iff_congested");
     waits.extend(c.events("writeback_congestion_wait"));
-    let slept: Vec<_> = waits.iter().filter(|(_, f)| field(f, "usec_delayed") > 0).collect();
-    assert!(!slept.is_empty(), "nobody slept on a congested single-queue device");
+    let slept: Vec<_> = waits
+        .iter()
+        .filter(|(_, f)| field(f, "usec_delayed") > 0)
+        .collect();
     assert!(
-        slept.iter().any(|(_, f)| field(f, "usec_delayed") < field(f, "usec_timeout")),
+        !slept.is_empty(),
+        "nobody slept on a congested single-queue device"
+    );
+    assert!(
+        slept
+            .iter()
+            .any(|(_, f)| field(f, "usec_delayed") < field(f, "usec_timeout")),
         "no sleeper was woken early by clear_bdi_congested"
     );
 }
@@ -173,14 +224,30 @@ fn v515_single_queue_wakes_sleepers_early() {
 fn v516_kswapd_throttles_for_writeback_only_and_is_woken_early() {
     let (c, _) = sim(&machine(SLOW_BLKMQ), "v5.16", PRESSURE, 1, FILE_ONLY);
     let t = c.events("mm_vmscan_throttled");
-    let kswapd: Vec<_> = t.iter().filter(|(comm, _)| comm.starts_with("kswapd")).collect();
+    let kswapd: Vec<_> = t
+        .iter()
+        .filter(|(comm, _)| comm.starts_with("kswapd"))
+        .collect();
     assert!(!kswapd.is_empty(), "kswapd never throttled");
     for (_, f) in &kswapd {
-        assert!(f.ends_with("reason=VMSCAN_THROTTLE_WRITEBACK"), "kswapd throttled for another reason: {f}");
+        assert!(
+            f.ends_with("reason=VMSCAN_THROTTLE_WRITEBACK"),
+            "kswapd throttled for another reason: {f}"
+        );
     }
-    let wb: Vec<_> = t.iter().filter(|(_, f)| f.ends_with("VMSCAN_THROTTLE_WRITEBACK")).collect();
-    assert!(wb.iter().any(|(_, f)| field(f, "usect_delayed") < field(f, "usec_timeout")), "no WRITEBACK sleeper was woken early");
-    assert!(c.events("writeback_congestion_wait").is_empty(), "5.16 reclaim does not call congestion_wait");
+    let wb: Vec<_> = t
+        .iter()
+        .filter(|(_, f)| f.ends_with("VMSCAN_THROTTLE_WRITEBACK"))
+        .collect();
+    assert!(
+        wb.iter()
+            .any(|(_, f)| field(f, "usect_delayed") < field(f, "usec_timeout")),
+        "no WRITEBACK sleeper was woken early"
+    );
+    assert!(
+        c.events("writeback_congestion_wait").is_empty(),
+        "5.16 reclaim does not call congestion_wait"
+    );
 }
 
 /// 5.16 `too_many_isolated()` → ISOLATED: many parallel direct reclaimers
@@ -190,9 +257,19 @@ fn v516_many_direct_reclaimers_throttle_isolated() {
     let m = machine("name='wide'\ncpus=64\nmemory_mib=64\nswap_mib=512\n[[devices]]\nname='sda'\nwrite_mb_s=300\nread_mb_s=300\nlatency_us=100\n");
     let spec = "name='many'\nduration_s=0.5\n[[worker]]\nkind='anon-hog'\ncount=96\nsize_mib=1\n";
     let (c, _) = sim(&m, "v5.16", spec, 1, &[]);
-    let iso: Vec<_> = c.events("mm_vmscan_throttled").into_iter().filter(|(_, f)| f.ends_with("VMSCAN_THROTTLE_ISOLATED")).collect();
-    assert!(!iso.is_empty(), "no ISOLATED throttling with 32 direct reclaimers");
-    assert!(iso.iter().all(|(comm, _)| !comm.starts_with("kswapd")), "kswapd is exempt from too_many_isolated");
+    let iso: Vec<_> = c
+        .events("mm_vmscan_throttled")
+        .into_iter()
+        .filter(|(_, f)| f.ends_with("VMSCAN_THROTTLE_ISOLATED"))
+        .collect();
+    assert!(
+        !iso.is_empty(),
+        "no ISOLATED throttling with 32 direct reclaimers"
+    );
+    assert!(
+        iso.iter().all(|(comm, _)| !comm.starts_with("kswapd")),
+        "kswapd is exempt from too_many_isolated"
+    );
 }
 
 /// `consider_reclaim_throttle()`: 5.16-rc1 throttles NOPROGRESS below
@@ -204,18 +281,39 @@ fn noprogress_fires_only_under_the_profiles_conditions() {
     let m = machine(SLOW_BLKMQ);
     let (rc1, _) = sim(&m, "v5.16-rc1", PRESSURE, 1, &[]);
     let (fin, _) = sim(&m, "v5.16", PRESSURE, 1, &[]);
-    let np = |c: &Collect| -> Vec<(String, String)> { c.events("mm_vmscan_throttled").into_iter().filter(|(_, f)| f.ends_with("NOPROGRESS")).collect() };
+    let np = |c: &Collect| -> Vec<(String, String)> {
+        c.events("mm_vmscan_throttled")
+            .into_iter()
+            .filter(|(_, f)| f.ends_with("NOPROGRESS"))
+            .collect()
+    };
     let (a, b) = (np(&rc1), np(&fin));
     for (comm, f) in a.iter().chain(&b) {
-        assert!(!comm.starts_with("kswapd"), "kswapd never throttles for NOPROGRESS: {f}");
+        assert!(
+            !comm.starts_with("kswapd"),
+            "kswapd never throttles for NOPROGRESS: {f}"
+        );
     }
     for (_, f) in &a {
-        assert_eq!(field(f, "usec_timeout"), 500_000, "rc1 NOPROGRESS is HZ/2: {f}");
+        assert_eq!(
+            field(f, "usec_timeout"),
+            500_000,
+            "rc1 NOPROGRESS is HZ/2: {f}"
+        );
     }
     for (_, f) in &b {
-        assert_eq!(field(f, "usec_timeout"), 4_000, "5.16 NOPROGRESS is one jiffy: {f}");
+        assert_eq!(
+            field(f, "usec_timeout"),
+            4_000,
+            "5.16 NOPROGRESS is one jiffy: {f}"
+        );
     }
-    assert!(a.len() > b.len(), "rc1 should throttle NOPROGRESS more often than 5.16 final ({} vs {})", a.len(), b.len());
+    assert!(
+        a.len() > b.len(),
+        "rc1 should throttle NOPROGRESS more often than 5.16 final ({} vs {})",
+        a.len(),
+        b.len()
+    );
 }
 
 /// `out_of_memory()`: with no swap, anon demand beyond RAM kills a task;
@@ -225,11 +323,18 @@ fn oom_only_when_memory_truly_runs_out() {
     let spec = "name='oom'\nduration_s=6\n[[worker]]\nkind='anon-hog'\ncount=2\nsize_mib=60\n";
     let noswap = machine("name='n'\ncpus=2\nmemory_mib=96\n[[devices]]\nname='sda'\nwrite_mb_s=200\nread_mb_s=200\nlatency_us=100\n");
     let (c, _) = sim(&noswap, "v5.16", spec, 1, &[]);
-    assert!(c.delta("oom_kill") >= 1, "no OOM kill with 120 MiB of anon in 96 MiB and no swap");
+    assert!(
+        c.delta("oom_kill") >= 1,
+        "no OOM kill with 120 MiB of anon in 96 MiB and no swap"
+    );
     let swap = machine(TINY);
     let (c, _) = sim(&swap, "v5.16", spec, 1, &[]);
     assert!(c.delta("pswpout") > 0, "no swapping: the check is vacuous");
-    assert_eq!(c.delta("oom_kill"), 0, "OOM kill while swap could still absorb the demand");
+    assert_eq!(
+        c.delta("oom_kill"),
+        0,
+        "OOM kill while swap could still absorb the demand"
+    );
 }
 
 /// Shared file mappings (`filemap_fault`, `folio_referenced` on file ptes,
@@ -240,9 +345,22 @@ fn oom_only_when_memory_truly_runs_out() {
 fn mapped_file_stream_reclaims_mapped_file_pages() {
     let spec = "name='mfs'\nduration_s=4\n[[worker]]\nkind='mmap-file-reader'\ncount=4\nfile_mib=192\npattern='sequential'\nsparse=true\n";
     let (c, _) = sim(&machine(TINY), "v5.16", spec, 1, &[]);
-    assert!(c.delta("pgmajfault") > 24_576, "fewer major faults than one pass over the file");
-    assert!(c.delta("pgsteal_kswapd") + c.delta("pgsteal_direct") > 0, "mapped file pages were never reclaimed");
-    assert_eq!(c.delta("pgpgin"), 0, "holes of a sparse file must not be read from the device");
+    assert!(
+        c.delta("pgmajfault") > 24_576,
+        "fewer major faults than one pass over the file"
+    );
+    assert!(
+        c.delta("pgsteal_kswapd") + c.delta("pgsteal_direct") > 0,
+        "mapped file pages were never reclaimed"
+    );
+    assert_eq!(
+        c.delta("pgpgin"),
+        0,
+        "holes of a sparse file must not be read from the device"
+    );
     assert_eq!(c.delta("pswpout"), 0, "nothing anonymous to swap");
-    assert!(c.delta("workingset_refault_file") > 0, "no refaults detected from shadow entries");
+    assert!(
+        c.delta("workingset_refault_file") > 0,
+        "no refaults detected from shadow entries"
+    );
 }

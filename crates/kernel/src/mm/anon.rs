@@ -308,10 +308,7 @@ async fn do_swap_page(w: &World, id: u32, index: u32, slot: u32, write: bool) ->
             k.swap.cache[slot as usize] = pfn;
             {
                 let p = k.frames.get_mut(pfn);
-                p.flags = pg::SWAPBACKED
-                    | pg::SWAPCACHE
-                    | pg::LOCKED
-                    | refault_flags;
+                p.flags = pg::SWAPBACKED | pg::SWAPCACHE | pg::LOCKED | refault_flags;
                 p.owner = id;
                 p.index = index;
                 p.swap = slot;

@@ -382,7 +382,9 @@ async fn filemap_fault(w: &World, f: u32, index: u32) -> FileOp {
             p
         }
         None => {
-            let Some(pfn) = alloc_page(w, Gfp::HIGHUSER_MOVABLE).await else { return FileOp::Killed };
+            let Some(pfn) = alloc_page(w, Gfp::HIGHUSER_MOVABLE).await else {
+                return FileOp::Killed;
+            };
             let io = {
                 let mut k = w.k();
                 if let Some(p) = k.find_get_page(f, index) {

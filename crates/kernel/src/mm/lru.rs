@@ -87,7 +87,11 @@ impl Kernel {
     /// active list), as `pack_shadow` stores them.
     pub fn workingset_eviction(&mut self, pfn: Pfn) -> u32 {
         let p = self.frames.get(pfn);
-        let ws = if p.test(pg::WORKINGSET) { SHADOW_WORKINGSET } else { 0 };
+        let ws = if p.test(pg::WORKINGSET) {
+            SHADOW_WORKINGSET
+        } else {
+            0
+        };
         let l = &mut self.nodes[p.nid as usize].lruvecs[p.memcg as usize];
         l.nonresident_age += 1;
         (l.nonresident_age as u32 & SHADOW_AGE) | ws
