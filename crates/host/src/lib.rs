@@ -6,12 +6,14 @@
 //! and PSI sampling, fio job files ([`fio`]), stutterp's own worker programs
 //! ([`workers`]), temporary swap ([`swap`]), and a state file so that whatever a
 //! run changed is undone — at the end, on a signal, or after a crash ([`state`]).
-//! [`doctor`] says what a host can run and how to fix what it lacks.
+//! [`doctor`] says what a host can run and how to fix what it lacks; [`machine`]
+//! describes this host as a machine profile for the simulator (`sim --machine host`).
 
 pub mod cgroup;
 pub mod doctor;
 pub mod error;
 pub mod fio;
+pub mod machine;
 pub mod plan;
 pub mod runner;
 pub mod state;

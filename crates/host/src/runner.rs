@@ -746,14 +746,7 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
                 params.calibrate_mib
             ));
             let t = sys::mono_ns();
-            let mut cmd = Command::new("dd");
-            cmd.arg("if=/dev/zero")
-                .arg(format!("of={}", f.display()))
-                .arg("bs=1M")
-                .arg(format!("count={}", params.calibrate_mib))
-                .arg("conv=fdatasync")
-                .stdout(Stdio::null())
-                .stderr(Stdio::null());
+            let mut cmd = crate::machine::calibration_write(&f, params.calibrate_mib);
             cgroup::place_in(&mut cmd, &procs);
             let child = cmd
                 .spawn()
