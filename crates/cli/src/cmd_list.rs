@@ -42,6 +42,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             for m in builtin_machines() {
                 println!("{:<13} {}", m.name, m.description);
             }
+            println!(
+                "{:<13} this host as the real run sees it: its CPUs and nodes, 1 GiB as `run`'s default cgroup\n{:<13} (`host:2G` as `run --memory 2G`, `host:all` all of MemTotal, `,swap=2G` as `run --swap-file 2G`,\n{:<13} `,dir=DIR` as `run --data-dir DIR`), its swap, and the data device's measured bandwidth (cached a day);\n{:<13} `sim` writes the resolved profile to OUT/machine-host.toml to repeat the run",
+                "host", "", "", ""
+            );
             println!("\nAny other machine: a TOML file with the same fields, e.g.\n");
             println!("name = \"hdd\"\ncpus = 4\nmemory_mib = 4096\nswap_mib = 4096\n[[devices]]\nname = \"sda\"\nlayer = \"single-queue\"   # or \"blk-mq\" (default)\nwrite_mb_s = 120\nread_mb_s = 130\nlatency_us = 200\nseek_us = 6000\nqueue_depth = 32");
         }

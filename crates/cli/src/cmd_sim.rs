@@ -26,7 +26,8 @@ pub struct Args {
     /// Kernel profiles to compare, comma-separated (`reclaimlab list kernels`).
     #[arg(long, default_value = "v5.15,v5.16", value_delimiter = ',')]
     pub kernel: Vec<String>,
-    /// A built-in machine (`reclaimlab list machines`) or a machine TOML file.
+    /// A built-in machine (`reclaimlab list machines`), a machine TOML file, or
+    /// this host: `host`, `host:2G`, `host:all`, `host:1G,swap=2G`, `host:1G,dir=DIR`.
     #[arg(long, default_value = "small")]
     pub machine: String,
     /// Set a parameter, e.g. `--set vm.dirty_ratio=30` (`reclaimlab list params`).
@@ -204,7 +205,8 @@ fn simulate(
 
 /// Runs `reclaimlab sim`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let machine = Machine::load(&args.machine)?;
+    let crate::machine_arg::Resolved { machine, host_toml } =
+        crate::machine_arg::resolve(&args.machine)?;
     let mut profiles = Vec::new();
     for k in &args.kernel {
         let names: Vec<&str> = reclaimlab_kernel::profile::profiles()
@@ -243,6 +245,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("out/sim-{workload_name}")));
+    crate::machine_arg::save_host_profile(host_toml.as_deref(), &out)?;
     let mut jobs = Vec::new();
     for p in &profiles {
         let mut params = Params::defaults(p);

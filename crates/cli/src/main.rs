@@ -16,6 +16,7 @@ mod cmd_list;
 mod cmd_report;
 mod cmd_run;
 mod cmd_sim;
+mod machine_arg;
 
 /// A laboratory for Linux memory-reclaim stalls.
 #[derive(Parser, Debug)]
