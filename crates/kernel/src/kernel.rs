@@ -47,6 +47,8 @@ pub struct Task {
     pub sys_ns: u64,
     /// Time spent runnable but waiting for a CPU, ns.
     pub runq_ns: u64,
+    /// CFS virtual runtime, ns (CPU time used, placed forward on wake-up).
+    pub vruntime: u64,
     /// Anonymous mappings it owns.
     pub mappings: Vec<u32>,
     /// `fatal_signal_pending()` after an OOM kill.
@@ -212,6 +214,7 @@ impl Kernel {
             user_ns: 0,
             sys_ns: 0,
             runq_ns: 0,
+            vruntime: 0,
             mappings: Vec::new(),
             killed: false,
             oom_victim: false,

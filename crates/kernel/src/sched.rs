@@ -2,10 +2,20 @@
 //!
 //! A task pays for work with [`run_on_cpu`]: it takes a free CPU or queues for
 //! one, holds it for at most one slice (`sched.slice_us`), then hands it to the
-//! next queued task, and repeats until the work is paid. Reclaim scanning
-//! therefore takes CPU time away from workers exactly when CPUs are scarce.
-//! Simplification: round-robin instead of CFS's vruntime; no preemption of a
-//! slice by a waking task; no per-CPU run queues or migration cost.
+//! queued task with the smallest virtual runtime, and repeats until the work is
+//! paid. Reclaim scanning therefore takes CPU time away from workers exactly
+//! when CPUs are scarce.
+//!
+//! The queue order follows CFS (kernel/sched/fair.c, 5.15): a task's
+//! `vruntime` grows with the CPU time it uses, and a task that comes back
+//! after sleeping is placed at no less than `min_vruntime` minus half the
+//! scheduling latency (`place_entity` with `GENTLE_FAIR_SLEEPERS`;
+//! `sysctl_sched_latency` 6 ms scaled by 1 + log2(CPUs), CPUs capped at 8). So
+//! a kswapd or flusher that slept runs before the hogs that have been burning
+//! CPU, as on a real machine. Simplifications: one run queue for all CPUs (no
+//! per-CPU queues, load balancing or migration cost); all tasks at nice 0; a
+//! waking task waits for the next slice end instead of preempting the running
+//! task (`check_preempt_wakeup`).
 //!
 //! Small work items are not paid one by one: kernel paths add to the task's
 //! CPU *debt* ([`Kernel::charge_sys`], [`Kernel::charge_user`]) and pay it with
@@ -26,16 +36,25 @@ pub struct Cpus {
     /// Task holding each CPU.
     pub holder: Vec<Option<TaskId>>,
     /// Tasks waiting for a CPU, with the block sequence they wait under and
-    /// the time they started waiting.
+    /// the time they started waiting, in arrival order.
     pub runqueue: VecDeque<(TaskId, u32, u64)>,
+    /// CFS `min_vruntime`: never decreases.
+    pub min_vruntime: u64,
+    /// Half the scaled scheduling latency: the most a sleeper is credited.
+    pub sleeper_credit_ns: u64,
 }
 
 impl Cpus {
     /// `n` idle CPUs.
     pub fn new(n: usize) -> Cpus {
+        // sysctl_sched_latency = 6 ms * (1 + ilog2(min(ncpus, 8)))
+        // (SCHED_TUNABLESCALING_LOG); GENTLE_FAIR_SLEEPERS credits half.
+        let factor = 1 + u64::from(n.clamp(1, 8).ilog2());
         Cpus {
             holder: vec![None; n],
             runqueue: VecDeque::new(),
+            min_vruntime: 0,
+            sleeper_credit_ns: 6_000_000 * factor / 2,
         }
     }
     /// Drops an exiting task from the run queue and frees its CPU.
@@ -71,9 +90,19 @@ impl Kernel {
         t.cpu_debt_sys + t.cpu_debt_user
     }
 
-    /// Takes a free CPU for the current task, or queues it. True if it holds one.
-    fn take_cpu(&mut self) -> bool {
+    /// Takes a free CPU for the current task, or queues it. True if it holds
+    /// one. `waking`: the task comes back from a sleep or from other work,
+    /// not from the end of its own slice (`place_entity`).
+    fn take_cpu(&mut self, waking: bool) -> bool {
         let t = self.exec.current();
+        if waking {
+            let floor = self
+                .cpus
+                .min_vruntime
+                .saturating_sub(self.cpus.sleeper_credit_ns);
+            let task = &mut self.tasks[t as usize];
+            task.vruntime = task.vruntime.max(floor);
+        }
         if let Some(c) = self.cpus.holder.iter().position(|h| h.is_none()) {
             self.cpus.holder[c] = Some(t);
             self.tasks[t as usize].cpu = c as u32;
@@ -92,16 +121,37 @@ impl Kernel {
             return;
         };
         self.cpus.holder[c] = None;
-        while let Some((next, seq, since)) = self.cpus.runqueue.pop_front() {
-            if self.exec.sched[next as usize].exited {
-                continue;
-            }
+        self.cpus
+            .runqueue
+            .retain(|e| !self.exec.sched[e.0 as usize].exited);
+        // pick_next_entity(): the smallest vruntime, earliest arrival on ties.
+        let best = self
+            .cpus
+            .runqueue
+            .iter()
+            .enumerate()
+            .min_by_key(|(i, e)| (self.tasks[e.0 as usize].vruntime, *i))
+            .map(|(i, _)| i);
+        if let Some((next, seq, since)) = best.and_then(|i| self.cpus.runqueue.remove(i)) {
             let now = self.exec.now();
             self.cpus.holder[c] = Some(next);
             self.tasks[next as usize].cpu = c as u32;
             self.tasks[next as usize].runq_ns += now - since;
             self.exec.wake(next, seq, crate::engine::Wake::Woken);
-            break;
+        }
+    }
+
+    /// `update_min_vruntime`: the smallest vruntime of the running and
+    /// queued tasks, never going backwards.
+    fn update_min_vruntime(&mut self) {
+        let running = self.cpus.holder.iter().flatten();
+        let queued = self.cpus.runqueue.iter().map(|e| &e.0);
+        if let Some(m) = running
+            .chain(queued)
+            .map(|&t| self.tasks[t as usize].vruntime)
+            .min()
+        {
+            self.cpus.min_vruntime = self.cpus.min_vruntime.max(m);
         }
     }
 }
@@ -109,8 +159,9 @@ impl Kernel {
 /// Runs the current task on a CPU for `user` + `sys` ns of work, waiting for a
 /// CPU and yielding it every slice when others wait.
 pub async fn run_on_cpu(w: &World, mut user: u64, mut sys: u64) {
+    let mut waking = true;
     while user + sys > 0 {
-        let got = w.k().take_cpu();
+        let got = w.k().take_cpu(std::mem::take(&mut waking));
         if !got {
             w.block(None).await;
         }
@@ -124,6 +175,8 @@ pub async fn run_on_cpu(w: &World, mut user: u64, mut sys: u64) {
             let task = k.current_mut();
             task.user_ns += u;
             task.sys_ns += s;
+            task.vruntime += u + s;
+            k.update_min_vruntime();
             k.exec.now() + u + s
         };
         w.sleep_until(end).await;
