@@ -7,7 +7,7 @@
 //! recreates its files between worker counts); steps follow each other on
 //! one time base.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use reclaimlab_kernel::{boot, SimConfig, TaskKind};
@@ -101,11 +101,12 @@ fn start_workers(
     w: &Rc<reclaimlab_kernel::World>,
     spec: &WorkerSpec,
     samples: &Samples,
+    done: &Rc<Cell<u32>>,
     nr: &mut u32,
 ) {
     let data_dev = w.k().machine.data_dev();
-    // Readers of a shared mapping share one set of files.
-    let shared: Vec<u32> = if spec.kind == WorkerKind::MmapFileReader {
+    // Readers of a shared mapping share one set of files; others get their own.
+    let map_files = |w: &Rc<reclaimlab_kernel::World>| -> Vec<u32> {
         let file_pages = (spec.file_mib * 256) as u32;
         (0..spec.files)
             .map(|_| {
@@ -116,6 +117,9 @@ fn start_workers(
                 f
             })
             .collect()
+    };
+    let shared: Vec<u32> = if spec.kind == WorkerKind::MmapFileReader && spec.shared {
+        map_files(w)
     } else {
         Vec::new()
     };
@@ -173,14 +177,22 @@ fn start_workers(
             }
             WorkerKind::MmapFileReader => {
                 let file_pages = (spec.file_mib * 256) as u32;
+                let files = if spec.shared {
+                    shared.clone()
+                } else {
+                    map_files(w)
+                };
                 w.spawn(
                     t,
                     workers::mmap_file_reader(
                         w.clone(),
-                        shared.clone(),
+                        files,
                         file_pages,
                         spec.pattern,
                         seed,
+                        spec.passes,
+                        samples.clone(),
+                        done.clone(),
                     ),
                 );
             }
@@ -205,6 +217,14 @@ pub fn run(
         let w = boot(cfg);
         w.k().exec.start_at(base_ns);
         let samples: Samples = Rc::new(RefCell::new(Vec::new()));
+        // Workers with a finite amount of work end the step when all are done.
+        let done = Rc::new(Cell::new(0u32));
+        let finite: u32 = st
+            .workers
+            .iter()
+            .filter(|s| s.kind == WorkerKind::MmapFileReader && s.passes > 0)
+            .map(|s| s.count)
+            .sum();
         let mut nr = 0;
         if !names_sent {
             let names = w.k().vmstat_names();
@@ -219,12 +239,12 @@ pub fn run(
             .iter()
             .filter(|s| s.starts_in_warmup() && st.warmup_s > 0.0)
         {
-            start_workers(&w, spec, &samples, &mut nr);
+            start_workers(&w, spec, &samples, &done, &mut nr);
         }
         let mut started_rest = st.warmup_s <= 0.0;
         if started_rest {
             for spec in &st.workers {
-                start_workers(&w, spec, &samples, &mut nr);
+                start_workers(&w, spec, &samples, &done, &mut nr);
             }
         }
         let mut t = base_ns;
@@ -241,7 +261,7 @@ pub fn run(
             t = next;
             if !started_rest && t >= warmup_end {
                 for spec in st.workers.iter().filter(|s| !s.starts_in_warmup()) {
-                    start_workers(&w, spec, &samples, &mut nr);
+                    start_workers(&w, spec, &samples, &done, &mut nr);
                 }
                 started_rest = true;
             }
@@ -262,7 +282,12 @@ pub fn run(
             }
             drop(k);
             progress(t as f64 / NS);
+            if finite > 0 && done.get() >= finite {
+                break;
+            }
         }
+        // The step ends at its last sample (early if its finite work is done).
+        let end = t;
         let k = w.k();
         for task in &k.tasks {
             let kthread = task.kind != TaskKind::User;

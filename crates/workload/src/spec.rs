@@ -105,6 +105,20 @@ pub struct WorkerSpec {
     /// Starts with the warmup (writers) instead of after it.
     #[serde(default)]
     pub in_warmup: Option<bool>,
+    /// mmap-file-reader: passes over its files before the process exits,
+    /// recording its elapsed time as an `elapsed` sample; 0 = endless. When
+    /// every finite worker of a step has exited, the step ends (at the next
+    /// vmstat sample) even before `duration_s`.
+    #[serde(default)]
+    pub passes: u32,
+    /// mmap-file-reader: all `count` processes map the same files (true, the
+    /// default) or each its own (false, as in mapped-file-stream.c).
+    #[serde(default = "yes")]
+    pub shared: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn one() -> u32 {
@@ -135,6 +149,8 @@ impl WorkerSpec {
             sleep_ms: default_sleep(),
             sparse: false,
             in_warmup: None,
+            passes: 0,
+            shared: true,
         }
     }
     /// Whether it starts with the warmup: writers do by default.
@@ -201,7 +217,22 @@ pub enum SpecError {
     },
 }
 
+/// The built-in workloads that are plain specs: (name, description, TOML).
+pub const BUILTIN: &[(&str, &str, &str)] = &[(
+    "mapped-file-stream",
+    "Johannes Weiner's 2010 sparse-file mmap reader (one byte per page, MADV_RANDOM), judged by elapsed time and vmstat",
+    include_str!("../../../examples/workloads/mapped-file-stream.toml"),
+)];
+
 impl Spec {
+    /// A built-in spec by name (`reclaimlab list workloads`).
+    pub fn builtin(name: &str) -> Option<Spec> {
+        BUILTIN
+            .iter()
+            .find(|b| b.0 == name)
+            .map(|b| Spec::parse(b.2, b.0).expect("built-in spec parses"))
+    }
+
     /// Reads and checks a spec file.
     pub fn load(path: &str) -> Result<Spec, SpecError> {
         let text = std::fs::read_to_string(path).map_err(|err| SpecError::Io {
@@ -272,6 +303,15 @@ impl Spec {
                 }
                 WorkerKind::MmapLatency if w.pages == 0 => return bad("pages must be > 0".into()),
                 _ => {}
+            }
+            if w.kind != WorkerKind::MmapFileReader && (w.passes != 0 || !w.shared) {
+                return bad("passes and shared apply to mmap-file-reader only".into());
+            }
+            if w.file_mib > 4 << 20 {
+                return bad(format!(
+                    "file_mib = {} (accepted: at most 4194304, 4 TiB)",
+                    w.file_mib
+                ));
             }
         }
         Ok(())

@@ -3,7 +3,7 @@
 //! programs mmtests runs (see `mmtests-method.md` §1.6): fio buffered
 //! random writers and readers, `memory-hog`, `mmap-latency`.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use reclaimlab_kernel::mm::anon::{touch_anon, Access};
@@ -119,16 +119,24 @@ pub async fn mmap_latency(w: Rc<World>, pages: u32, sleep_ms: u64, samples: Samp
     }
 }
 
-/// A reader of shared file mappings: one byte per page, in passes over
-/// every file (sequential) or at random pages (random), `MADV_RANDOM`.
+/// A reader of file mappings: one byte per page, in passes over every file
+/// (sequential) or at random pages (random), `MADV_RANDOM`. With `passes`
+/// > 0 (mapped-file-stream.c) it exits after that many passes, recording
+/// its elapsed time as an `elapsed` sample and counting itself in `done`.
+#[allow(clippy::too_many_arguments)]
 pub async fn mmap_file_reader(
     w: Rc<World>,
     files: Vec<u32>,
     file_pages: u32,
     pattern: Pattern,
     mut rng: u64,
+    passes: u32,
+    samples: Samples,
+    done: Rc<Cell<u32>>,
 ) {
-    loop {
+    let start = w.k().exec.now();
+    let mut pass = 0u32;
+    while passes == 0 || pass < passes {
         for &f in &files {
             let op = match pattern {
                 Pattern::Sequential => touch_file_mapped(&w, f, 0, file_pages).await,
@@ -141,7 +149,13 @@ pub async fn mmap_file_reader(
             }
             pay_cpu(&w).await;
         }
+        pass += 1;
     }
+    let now = w.k().exec.now();
+    samples
+        .borrow_mut()
+        .push(("elapsed", now, (now - start) as f64 / 1000.0));
+    done.set(done.get() + 1);
 }
 
 /// xorshift64

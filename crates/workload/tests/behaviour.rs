@@ -364,3 +364,45 @@ fn mapped_file_stream_reclaims_mapped_file_pages() {
         "no refaults detected from shadow entries"
     );
 }
+
+/// mapped-file-stream.c (2010): each reader faults every page of its own
+/// sparse file once through a `MADV_RANDOM` mapping (`filemap_fault` of a
+/// hole: a zero-filled page-cache page, no device read) and exits; reclaim
+/// must evict the clean mapped pages behind it. The step ends when the last
+/// reader is done, and each reader's elapsed time is recorded.
+#[test]
+fn mapped_file_stream_runs_to_completion_without_io() {
+    let text = reclaimlab_workload::spec::BUILTIN
+        .iter()
+        .find(|b| b.0 == "mapped-file-stream")
+        .unwrap()
+        .2
+        .replace("count = 1", "count = 2")
+        .replace("file_mib = 4096", "file_mib = 256");
+    let (c, s) = sim(&machine(TINY), "v5.16", &text, 1, &[]);
+    let elapsed: Vec<f64> = c
+        .lat
+        .iter()
+        .filter(|l| l.1 == "elapsed")
+        .map(|l| l.3)
+        .collect();
+    assert_eq!(elapsed.len(), 2, "one elapsed sample per reader");
+    assert!(
+        s.elapsed_s < 600.0,
+        "the step did not end when the readers were done"
+    );
+    let pages = 2 * 256 * 256;
+    assert!(c.delta("pgfault") >= pages, "every page faulted once");
+    // A page-cache miss is a major fault even when the filesystem fills a
+    // hole with zeros (filemap_fault counts PGMAJFAULT before ->readpage).
+    assert!(
+        c.delta("pgmajfault") >= pages,
+        "every page was a cache miss"
+    );
+    assert_eq!(c.delta("pgpgin"), 0, "holes need no device read");
+    let stolen = c.delta("pgsteal_kswapd") + c.delta("pgsteal_direct");
+    assert!(
+        stolen >= pages - 96 * 256,
+        "only {stolen} pages reclaimed: the mapped file must be evicted behind the readers"
+    );
+}
