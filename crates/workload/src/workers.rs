@@ -120,9 +120,10 @@ pub async fn mmap_latency(w: Rc<World>, pages: u32, sleep_ms: u64, samples: Samp
 }
 
 /// A reader of file mappings: one byte per page, in passes over every file
-/// (sequential) or at random pages (random), `MADV_RANDOM`. With `passes`
-/// > 0 (mapped-file-stream.c) it exits after that many passes, recording
-/// its elapsed time as an `elapsed` sample and counting itself in `done`.
+/// (sequential) or at random pages (random), `MADV_RANDOM`. With a non-zero
+/// `passes` (mapped-file-stream.c) it exits after that many passes,
+/// recording its elapsed time as an `elapsed` sample and counting itself in
+/// `done`.
 #[allow(clippy::too_many_arguments)]
 pub async fn mmap_file_reader(
     w: Rc<World>,
