@@ -48,7 +48,7 @@ pub const DEFAULT_RUN_MEMORY: u64 = 1 << 30;
 pub const DEFAULT_DATA_DIR: &str = "/var/tmp";
 /// Size of the bandwidth measurement's file, MiB, unless
 /// `RECLAIMLAB_HOST_MEASURE_MIB` says otherwise.
-pub const DEFAULT_MEASURE_MIB: u64 = 256;
+pub const DEFAULT_MEASURE_MIB: u64 = 512;
 /// How long a cached measurement is reused, seconds.
 pub const CACHE_MAX_AGE_S: u64 = 24 * 3600;
 
@@ -701,7 +701,7 @@ pub fn machine_toml(
             }
             (
                 b,
-                format!("the memory cgroup limit (as `run --memory {label}`)"),
+                format!("the memory cgroup limit (as `run --memory {label}`), simulated as a machine of\n#   that size: the simulator has only the root memcg, so global reclaim (kswapd, direct)\n#   stands in for the real run's limit reclaim"),
             )
         }
     };
@@ -749,12 +749,12 @@ pub fn machine_toml(
     const SPINNING_MAX_MB_S: f64 = 300.0;
     let (dev_name, rotational, dev_note) = match &facts.device {
         Some(d) => {
-            let rotating = d.rotational && bw.write_mb_s <= SPINNING_MAX_MB_S;
+            let fastest = bw.write_mb_s.max(if bw.read_measured { bw.read_mb_s } else { 0.0 });
+            let rotating = d.rotational && fastest <= SPINNING_MAX_MB_S;
             let kind = match (d.rotational, rotating) {
                 (true, true) => "rotating".to_string(),
                 (true, false) => format!(
-                    "says rotational but writes {:.0} MB/s, more than a spinning disk can: taken as flash",
-                    bw.write_mb_s
+                    "says rotational but moves {fastest:.0} MB/s, more than a spinning disk can: taken as flash"
                 ),
                 _ => "flash or virtual".to_string(),
             };
@@ -822,7 +822,7 @@ pub fn machine_toml(
     };
     let mut t = String::new();
     t.push_str(&format!(
-        "# This host as a reclaimlab machine profile (`sim --machine host`), resolved {}.\n\
+        "# This host as a reclaimlab machine profile (`sim --machine host`); bandwidth measured {}.\n\
          # Pass this file to `sim --machine FILE` to repeat a run exactly; `--machine host`\n\
          # measures again after a day (the bandwidth varies between measurements).\n\
          # host: {}   kernel: {}\n\
@@ -1088,11 +1088,22 @@ mod tests {
         f.device.as_mut().unwrap().rotational = true;
         let mut b = bw();
         b.write_mb_s = 150.0;
+        b.read_mb_s = 160.0;
         let (t, _) = machine_toml(&arg("host"), &f, &b).unwrap();
         assert!(
             t.contains("seek_us = 6000.0\n") && t.contains("nvme0n1: rotating"),
             "{t}"
         );
+        b.read_mb_s = 1450.2;
+        let (t, _) = machine_toml(&arg("host"), &f, &b).unwrap();
+        assert!(
+            t.contains("seek_us = 20.0\n") && t.contains("moves 1450 MB/s"),
+            "{t}"
+        );
+        b.read_measured = false;
+        b.read_mb_s = b.write_mb_s;
+        let (t, _) = machine_toml(&arg("host"), &f, &b).unwrap();
+        assert!(t.contains("seek_us = 6000.0\n"), "{t}");
         b.write_mb_s = 1116.5;
         let (t, _) = machine_toml(&arg("host"), &f, &b).unwrap();
         assert!(
