@@ -156,7 +156,17 @@ mod tests {
         };
         let t = std::time::Instant::now();
         let host = HostArg::parse("host").unwrap().unwrap();
-        let r = resolve_host("host", &host, &opts).unwrap();
+        let r = match resolve_host("host", &host, &opts) {
+            Ok(r) => r,
+            Err(e)
+                if format!("{e:#}").contains("not on a disk")
+                    || format!("{e:#}").contains("cannot write a test file") =>
+            {
+                eprintln!("skipped: this host's /var/tmp cannot be measured: {e:#}");
+                return;
+            }
+            Err(e) => panic!("{e:#}"),
+        };
         let m = &r.machine;
         m.check().unwrap();
         assert_eq!(m.name, "host");

@@ -348,8 +348,13 @@ pub fn default_cache_dir() -> Option<PathBuf> {
         .map(|c| c.join("reclaimlab"))
 }
 
-const TMPFS_MAGIC: i64 = 0x0102_1994;
-const RAMFS_MAGIC: i64 = 0x8584_58f6;
+/// Filesystems with no disk under them (`statfs` magic numbers), by name.
+const NOT_ON_A_DISK: [(i64, &str); 4] = [
+    (0x0102_1994, "tmpfs, in memory"),
+    (0x8584_58f6, "ramfs, in memory"),
+    (0x9fa0, "proc"),
+    (0x6265_6572, "sysfs"),
+];
 
 fn fs_type(dir: &Path) -> Option<i64> {
     let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
@@ -415,9 +420,9 @@ pub fn measure(dir: &Path, mib: u64) -> Result<Bandwidth> {
         ));
     }
     if let Some(t) = fs_type(dir) {
-        if t == TMPFS_MAGIC || t == RAMFS_MAGIC {
+        if let Some((_, what)) = NOT_ON_A_DISK.iter().find(|(m, _)| *m == t) {
             return Err(HostError::with_fix(
-                format!("--machine host: {} is in memory (tmpfs), not on a disk: there is no device bandwidth to measure", dir.display()),
+                format!("--machine host: {} is not on a disk ({what}): there is no device bandwidth to measure", dir.display()),
                 dir_fix,
             ));
         }
@@ -1171,6 +1176,9 @@ mod tests {
             "{e}"
         );
         let e = measure(Path::new("/proc"), 1).unwrap_err().to_string();
-        assert!(e.contains("/proc") && e.contains("fix:"), "{e}");
+        assert!(
+            e.contains("/proc is not on a disk (proc)") && e.contains("fix:"),
+            "{e}"
+        );
     }
 }
