@@ -1,17 +1,22 @@
-//! `reclaimlab sim WORKLOAD [--kernel P[,P...]] [--machine M|FILE] [--set K=V]... [--seed N] [--out DIR]`
+//! `reclaimlab sim WORKLOAD [--kernel P[,P...]] [--machine M|FILE] [--set K=V]... [--sweep K=V1,V2...]... [--seed N] [--out DIR]`
 //!
 //! Simulates a workload (a built-in name or a TOML spec) under one or more
-//! kernel profiles, in parallel on the available cores, writes one run record
-//! per profile, and prints the comparison (the first profile is the baseline).
+//! kernel profiles and, with `--sweep`, at every point of a parameter grid:
+//! one independent simulation per (profile × sweep point), run on a bounded
+//! pool of worker threads (one per core), each writing its own run record.
+//! Then prints the comparison (the first run is the baseline). Every input is
+//! checked before the first simulation starts or the first directory is
+//! made; records depend only on the arguments, never on thread scheduling.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use anyhow::{bail, Context};
+use anyhow::{anyhow, bail, Context};
 use reclaimlab_kernel::machine::Machine;
 use reclaimlab_kernel::params::{closest, Params};
-use reclaimlab_kernel::profile::profile;
+use reclaimlab_kernel::profile::{profile, KernelProfile};
 use reclaimlab_kernel::SimConfig;
 use reclaimlab_record::{Origin, RecordWriter, RunMeta};
 use reclaimlab_workload::sim::{run as run_sim, stutterp_steps, RunSummary, Sink, StepSpec};
@@ -33,10 +38,23 @@ pub struct Args {
     /// Set a parameter, e.g. `--set vm.dirty_ratio=30` (`reclaimlab list params`).
     #[arg(long = "set", value_name = "NAME=VALUE")]
     pub set: Vec<String>,
+    /// Sweep a parameter over values, e.g.
+    /// `--sweep throttle.noprogress.timeout_us=1000,4000,500000`.
+    ///
+    /// NAME is anything `--set` accepts (kernel and `stutterp.*` parameters);
+    /// it cannot also be given with `--set`. Every kernel profile runs at every
+    /// value, each run with its own record `OUT/KERNEL,NAME=VALUE` and its own
+    /// column in the report (the first kernel at the first value is the
+    /// baseline). Repeat `--sweep` for the cartesian product of several
+    /// parameters. Values holding commas (`stutterp.workers`) are separated by
+    /// `;` instead: `--sweep 'stutterp.workers=4,8;16'`. The runs share the
+    /// cores: at most one simulation per core at a time.
+    #[arg(long = "sweep", value_name = "NAME=V1,V2,...")]
+    pub sweep: Vec<String>,
     /// Random seed.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Directory for the run records (one subdirectory per profile).
+    /// Directory for the run records (one subdirectory per profile and sweep point).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Also write the HTML report here (default: OUT/report.html).
@@ -50,6 +68,42 @@ pub struct Args {
     pub check: bool,
 }
 
+/// Every name `--set` and `--sweep` accept: kernel parameters, then stutterp's.
+fn param_names() -> Vec<&'static str> {
+    let mut names: Vec<&str> = Params::NAMES.to_vec();
+    names.extend(StutterpParams::list().iter().map(|x| x.0));
+    names
+}
+
+fn is_param(name: &str) -> bool {
+    Params::NAMES.contains(&name) || StutterpParams::is_param(name)
+}
+
+/// The error for an unknown parameter `name` in `flag arg`, with the closest name.
+fn unknown_param(flag: &str, arg: &str, name: &str) -> anyhow::Error {
+    let hint = closest(name, &param_names())
+        .map(|c| format!(" (did you mean `{c}`?)"))
+        .unwrap_or_default();
+    anyhow!(
+        "{flag} {arg}: unknown parameter `{name}`{hint}; `reclaimlab list params` shows them all"
+    )
+}
+
+/// Sets a known parameter: kernel parameters in `params`, `stutterp.*` in
+/// `sp`. The error says what is accepted.
+fn set_param(
+    name: &str,
+    value: &str,
+    params: &mut Params,
+    sp: &mut StutterpParams,
+) -> Result<(), String> {
+    if name.starts_with("stutterp.") {
+        sp.set(name, value).map_err(|e| e.to_string())
+    } else {
+        params.set(name, value).map_err(|e| e.to_string())
+    }
+}
+
 /// Splits `--set` values into kernel parameters and workload parameters.
 fn apply_sets(sets: &[String], params: &mut Params, sp: &mut StutterpParams) -> anyhow::Result<()> {
     for s in sets {
@@ -57,25 +111,146 @@ fn apply_sets(sets: &[String], params: &mut Params, sp: &mut StutterpParams) -> 
             bail!("--set {s}: expected NAME=VALUE, e.g. --set vm.dirty_ratio=30");
         };
         let (k, v) = (k.trim(), v.trim());
-        if k.starts_with("stutterp.") {
-            sp.set(k, v)
-                .map_err(|e| anyhow::anyhow!("--set {s}: {e}"))?;
-            continue;
+        if !is_param(k) {
+            return Err(unknown_param("--set", s, k));
         }
-        if let Err(e) = params.set(k, v) {
-            if let reclaimlab_kernel::params::ParamError::Unknown { .. } = e {
-                let mut names: Vec<&str> = Params::NAMES.to_vec();
-                let sp_names: Vec<&str> = StutterpParams::list().iter().map(|x| x.0).collect();
-                names.extend(sp_names);
-                let hint = closest(k, &names)
-                    .map(|c| format!(" (did you mean `{c}`?)"))
-                    .unwrap_or_default();
-                bail!("--set {s}: unknown parameter `{k}`{hint}; `reclaimlab list params` shows them all");
-            }
-            bail!("--set {s}: {e}");
-        }
+        set_param(k, v, params, sp).map_err(|e| anyhow!("--set {s}: {e}"))?;
     }
     Ok(())
+}
+
+/// One `--sweep NAME=V1,V2,...`: the parameter and its values, each in the
+/// form the run record stores (`4e3` becomes `4000`).
+#[derive(Debug, PartialEq)]
+struct Sweep {
+    name: String,
+    values: Vec<String>,
+}
+
+/// Parses and checks every `--sweep` against every profile, before anything runs.
+fn parse_sweeps(
+    sweeps: &[String],
+    sets: &[String],
+    profiles: &[&'static KernelProfile],
+    stutterp: bool,
+) -> anyhow::Result<Vec<Sweep>> {
+    let set_names: Vec<&str> = sets
+        .iter()
+        .filter_map(|s| s.split_once('='))
+        .map(|(k, _)| k.trim())
+        .collect();
+    let mut out: Vec<Sweep> = Vec::new();
+    for s in sweeps {
+        let usage =
+            "expected NAME=V1,V2,..., e.g. --sweep throttle.noprogress.timeout_us=1000,4000,500000";
+        let Some((name, list)) = s.split_once('=') else {
+            bail!("--sweep {s}: {usage}");
+        };
+        let name = name.trim();
+        if name.is_empty() {
+            bail!("--sweep {s}: no parameter name; {usage}");
+        }
+        if !is_param(name) {
+            return Err(unknown_param("--sweep", s, name));
+        }
+        if set_names.contains(&name) {
+            bail!("--sweep {s}: `{name}` is also given with --set; a parameter is either set to one value or swept over several, not both (drop the --set, or the --sweep)");
+        }
+        if out.iter().any(|w| w.name == name) {
+            bail!("--sweep {s}: `{name}` is swept twice; give all its values in one --sweep {name}=V1,V2,...");
+        }
+        if name.starts_with("stutterp.") && !stutterp {
+            bail!("--sweep {s}: stutterp.* parameters apply only to the stutterp workload, not to a workload spec file");
+        }
+        let sep = if list.contains(';') { ';' } else { ',' };
+        let mut values: Vec<String> = Vec::new();
+        for v in list.split(sep).map(str::trim) {
+            if v.is_empty() {
+                bail!("--sweep {s}: an empty value; {usage} (values separated by `,`, or by `;` when a value holds commas, as stutterp.workers=4,8;16)");
+            }
+            // Check the value under every profile, and keep it as recorded.
+            let mut canonical = String::new();
+            for p in profiles {
+                let (mut params, mut sp) = (Params::defaults(p), StutterpParams::default());
+                set_param(name, v, &mut params, &mut sp)
+                    .map_err(|e| anyhow!("--sweep {s}: {e}"))?;
+                canonical = if name.starts_with("stutterp.") {
+                    sp.get(name).unwrap_or_default()
+                } else {
+                    params
+                        .to_pairs()
+                        .into_iter()
+                        .find(|(k, _)| *k == name)
+                        .map(|(_, v)| v)
+                        .unwrap_or_default()
+                };
+            }
+            if values.contains(&canonical) {
+                let same = if canonical == v {
+                    String::new()
+                } else {
+                    format!(" (as {canonical})")
+                };
+                bail!("--sweep {s}: the value `{v}` is given twice{same}; each value runs once");
+            }
+            values.push(canonical);
+        }
+        out.push(Sweep {
+            name: name.to_string(),
+            values,
+        });
+    }
+    Ok(out)
+}
+
+/// The points of the grid, the first sweep outermost: every combination of
+/// one value per sweep, as `(name, value)` in `--sweep` order. One empty
+/// point without sweeps.
+fn sweep_points(sweeps: &[Sweep]) -> Vec<Vec<(&str, &str)>> {
+    let mut points: Vec<Vec<(&str, &str)>> = vec![Vec::new()];
+    for sw in sweeps {
+        points = points
+            .iter()
+            .flat_map(|p| {
+                sw.values.iter().map(move |v| {
+                    let mut q = p.clone();
+                    q.push((sw.name.as_str(), v.as_str()));
+                    q
+                })
+            })
+            .collect();
+    }
+    points
+}
+
+/// A run's label: the profile, then `,NAME=VALUE` per sweep.
+fn run_label(kernel: &str, point: &[(&str, &str)]) -> String {
+    let mut s = kernel.to_string();
+    for (k, v) in point {
+        s.push_str(&format!(",{k}={v}"));
+    }
+    s
+}
+
+/// The record directory name for a label: the label itself with anything
+/// but `A-Za-z0-9._-+=,` replaced by `_`; a label too long for a file name
+/// becomes `KERNEL,point-N` (N = the sweep point's 1-based index).
+fn dir_name(label: &str, kernel: &str, point_index: usize) -> String {
+    let safe: String = label
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-+=,".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if safe.len() <= 200 {
+        safe
+    } else {
+        format!("{kernel},point-{}", point_index + 1)
+    }
 }
 
 /// A [`Sink`] writing a run record; remembers the first write error.
@@ -134,33 +309,34 @@ fn record_machine(m: &Machine, hz: u64) -> reclaimlab_record::Machine {
     }
 }
 
+/// One simulation: a profile at one sweep point, fully planned.
 struct Job {
+    /// The run's name in the record and the report.
     name: String,
     cfg: SimConfig,
+    steps: Vec<StepSpec>,
+    meta: RunMeta,
     dir: PathBuf,
 }
 
+impl Job {
+    fn total_s(&self) -> f64 {
+        self.steps.iter().map(|s| s.total_s()).sum()
+    }
+}
+
+/// What one simulation gave: its record's path and summary.
+type Outcome = anyhow::Result<(PathBuf, RunSummary)>;
+
 /// Runs one simulation into a record. Returns the record's path.
-fn simulate(
-    job: &Job,
-    steps: &[StepSpec],
-    meta: RunMeta,
-    check: bool,
-    progress: &(dyn Fn(&str, f64) + Sync),
-) -> anyhow::Result<(PathBuf, RunSummary)> {
-    let writer = RecordWriter::create(&job.dir, meta)
+fn simulate(job: &Job, check: bool, progress: &mut dyn FnMut(f64)) -> Outcome {
+    let writer = RecordWriter::create(&job.dir, job.meta.clone())
         .with_context(|| format!("cannot create the run record {}", job.dir.display()))?;
     let mut sink = RecordSink {
         w: writer,
         err: None,
     };
-    let summary = run_sim(
-        &job.cfg,
-        steps,
-        &mut sink,
-        &mut |t| progress(&job.name, t),
-        check,
-    );
+    let summary = run_sim(&job.cfg, &job.steps, &mut sink, progress, check);
     if let Some(e) = sink.err.take() {
         return Err(e.context(format!("writing the run record {}", job.dir.display())));
     }
@@ -203,11 +379,22 @@ fn simulate(
     Ok((path, summary))
 }
 
+/// The workload of a `sim`: stutterp (sized per run, since `vm.dirty_ratio`
+/// and `stutterp.*` may be swept) or a spec file (the same steps for all).
+enum Workload {
+    Stutterp,
+    Spec {
+        name: String,
+        file: String,
+        steps: Vec<StepSpec>,
+    },
+}
+
 /// Runs `reclaimlab sim`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let crate::machine_arg::Resolved { machine, host_toml } =
         crate::machine_arg::resolve(&args.machine)?;
-    let mut profiles = Vec::new();
+    let mut profiles: Vec<&'static KernelProfile> = Vec::new();
     for k in &args.kernel {
         let names: Vec<&str> = reclaimlab_kernel::profile::profiles()
             .iter()
@@ -219,139 +406,227 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 names.join(", ")
             )
         })?;
+        if profiles.iter().any(|q| q.name == p.name) {
+            bail!(
+                "--kernel {}: `{k}` is given twice; each profile runs once (its record is OUT/{k})",
+                args.kernel.join(",")
+            );
+        }
         profiles.push(p);
     }
     let mut sp = StutterpParams::default();
     // Validate --set once against the first profile's defaults.
     apply_sets(&args.set, &mut Params::defaults(profiles[0]), &mut sp)?;
-    let (workload_name, spec_label, steps) = if args.workload == "stutterp" {
-        let p0 = Params::defaults(profiles[0]);
-        let mut p = p0.clone();
-        apply_sets(&args.set, &mut p, &mut StutterpParams::default())?;
-        let steps = stutterp_steps(&sp, &machine, p.dirty_ratio as u32)
-            .map_err(|e| anyhow::anyhow!("stutterp on machine `{}`: {e}", machine.name))?;
-        ("stutterp".to_string(), "stutterp".to_string(), steps)
+    let workload = if args.workload == "stutterp" {
+        Workload::Stutterp
     } else if Path::new(&args.workload).exists() || args.workload.ends_with(".toml") {
         let spec = Spec::load(&args.workload)?;
-        (
-            spec.name.clone(),
-            args.workload.clone(),
-            vec![StepSpec::from_spec(&spec)],
-        )
+        Workload::Spec {
+            name: spec.name.clone(),
+            file: args.workload.clone(),
+            steps: vec![StepSpec::from_spec(&spec)],
+        }
     } else {
         bail!("workload `{}`: not a built-in workload (stutterp) and no such file; `reclaimlab list workloads` shows the choices", args.workload);
     };
+    let (workload_name, spec_label) = match &workload {
+        Workload::Stutterp => ("stutterp".to_string(), "stutterp".to_string()),
+        Workload::Spec { name, file, .. } => (name.clone(), file.clone()),
+    };
+    let sweeps = parse_sweeps(
+        &args.sweep,
+        &args.set,
+        &profiles,
+        matches!(workload, Workload::Stutterp),
+    )?;
+    let points = sweep_points(&sweeps);
     let out = args
         .out
         .clone()
         .unwrap_or_else(|| PathBuf::from(format!("out/sim-{workload_name}")));
-    crate::machine_arg::save_host_profile(host_toml.as_deref(), &out)?;
-    let mut jobs = Vec::new();
+    // Plan every run (parameters, sizing, record) before anything is written.
+    let mut jobs: Vec<Job> = Vec::new();
     for p in &profiles {
-        let mut params = Params::defaults(p);
-        apply_sets(&args.set, &mut params, &mut StutterpParams::default())?;
-        let mut cfg = SimConfig::new(machine.clone(), p, params, args.seed);
-        cfg.trace.verbose = args.trace_verbose;
-        jobs.push(Job {
-            name: p.name.to_string(),
-            cfg,
-            dir: out.join(p.name),
-        });
-    }
-    let total_s: f64 = steps.iter().map(|s| s.total_s()).sum();
-    eprintln!(
-        "reclaimlab: simulating {} on `{}` ({} CPUs, {} MiB) under {}: {} step(s), {:.0} simulated s each",
-        workload_name,
-        machine.name,
-        machine.cpus,
-        machine.memory_mib,
-        args.kernel.join(", "),
-        steps.len(),
-        total_s
-    );
-    let bars = indicatif::MultiProgress::new();
-    if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-        bars.set_draw_target(indicatif::ProgressDrawTarget::hidden());
-    }
-    let style = indicatif::ProgressStyle::with_template(
-        "{prefix:>10} [{bar:30}] {pos:>6}/{len} sim s  {elapsed_precise} eta {eta}",
-    )
-    .expect("valid template");
-    let pbs: Vec<indicatif::ProgressBar> = jobs
-        .iter()
-        .map(|j| {
-            let pb = bars.add(indicatif::ProgressBar::new(total_s.ceil() as u64));
-            pb.set_style(style.clone());
-            pb.set_prefix(j.name.clone());
-            pb
-        })
-        .collect();
-    let progress = |name: &str, t: f64| {
-        if let Some(i) = jobs.iter().position(|j| j.name == name) {
-            pbs[i].set_position(t as u64);
+        for (pi, point) in points.iter().enumerate() {
+            let mut params = Params::defaults(p);
+            let mut sp = StutterpParams::default();
+            apply_sets(&args.set, &mut params, &mut sp)?;
+            for (k, v) in point {
+                set_param(k, v, &mut params, &mut sp)
+                    .map_err(|e| anyhow!("--sweep {k}={v}: {e}"))?;
+            }
+            let name = run_label(p.name, point);
+            let steps = match &workload {
+                Workload::Stutterp => stutterp_steps(&sp, &machine, params.dirty_ratio as u32)
+                    .map_err(|e| {
+                        let run = if point.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" (run {name})")
+                        };
+                        anyhow!("stutterp on machine `{}`{run}: {e}", machine.name)
+                    })?,
+                Workload::Spec { steps, .. } => steps.clone(),
+            };
+            let mut cfg = SimConfig::new(machine.clone(), p, params, args.seed);
+            cfg.trace.verbose = args.trace_verbose;
+            let mut meta = RunMeta::new(name.clone(), Origin::Sim, p.name);
+            meta.machine = record_machine(&machine, cfg.params.hz);
+            meta.workload = reclaimlab_record::Workload {
+                name: workload_name.clone(),
+                spec: spec_label.clone(),
+            };
+            meta.seed = Some(args.seed);
+            for (k, v) in cfg.params.to_pairs() {
+                meta.params.insert(k.to_string(), v);
+            }
+            if matches!(workload, Workload::Stutterp) {
+                for (k, v) in sp.to_params() {
+                    meta.params.insert(k, v);
+                }
+            }
+            meta.capture = reclaimlab_record::Capture {
+                trace: true,
+                events: vec!["all simulated tracepoints".into()],
+                ..Default::default()
+            };
+            let dir = out.join(dir_name(&name, p.name, pi));
+            if jobs.iter().any(|j| j.dir == dir) {
+                bail!(
+                    "two runs would share the record {} (please report this as a bug)",
+                    dir.display()
+                );
+            }
+            jobs.push(Job {
+                name,
+                cfg,
+                steps,
+                meta,
+                dir,
+            });
         }
-    };
-    let results: Mutex<Vec<Option<anyhow::Result<(PathBuf, RunSummary)>>>> =
-        Mutex::new((0..jobs.len()).map(|_| None).collect());
+    }
+    crate::machine_arg::save_host_profile(host_toml.as_deref(), &out)?;
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
         .min(jobs.len())
         .max(1);
-    let next = std::sync::atomic::AtomicUsize::new(0);
+    let (min_s, max_s) = jobs.iter().fold((f64::MAX, 0.0f64), |(lo, hi), j| {
+        (lo.min(j.total_s()), hi.max(j.total_s()))
+    });
+    let each_s = if max_s - min_s < 0.5 {
+        format!("{max_s:.0}")
+    } else {
+        format!("{min_s:.0} to {max_s:.0}")
+    };
+    let grid = if points.len() > 1 {
+        format!(" at {} sweep point(s)", points.len())
+    } else {
+        String::new()
+    };
+    eprintln!(
+        "reclaimlab: simulating {} on `{}` ({} CPUs, {} MiB) under {}{grid}: {} run(s) on {threads} thread(s), {} step(s), {each_s} simulated s each",
+        workload_name,
+        machine.name,
+        machine.cpus,
+        machine.memory_mib,
+        args.kernel.join(", "),
+        jobs.len(),
+        jobs[0].steps.len(),
+    );
+    // One bar per worker thread, showing the run it works on, and one for all runs.
+    let bars = indicatif::MultiProgress::new();
+    if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        bars.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    let template = "[{bar:24}] {pos:>5}/{len:<5} sim s  {elapsed_precise} eta {eta:<4} {wide_msg}";
+    let style = indicatif::ProgressStyle::with_template(template)
+        .expect("valid template")
+        .progress_chars("=> ");
+    let lens: Vec<u64> = jobs.iter().map(|j| j.total_s().ceil() as u64).collect();
+    let overall = if jobs.len() > 1 {
+        let pb = bars.add(indicatif::ProgressBar::new(lens.iter().sum()));
+        pb.set_style(style.clone());
+        pb.set_message(format!("all: 0/{} runs done", jobs.len()));
+        pb
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let worker_bars: Vec<indicatif::ProgressBar> = (0..threads)
+        .map(|_| {
+            let pb = bars.add(indicatif::ProgressBar::new(0));
+            pb.set_style(style.clone());
+            pb
+        })
+        .collect();
+    let results: Mutex<Vec<Option<Outcome>>> = Mutex::new((0..jobs.len()).map(|_| None).collect());
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
     let wall = std::time::Instant::now();
     std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        for pb in &worker_bars {
+            let (jobs, lens, overall) = (&jobs, &lens, &overall);
+            let (next, done, results) = (&next, &done, &results);
+            s.spawn(move || loop {
+                let i = next.fetch_add(1, Ordering::SeqCst);
                 if i >= jobs.len() {
+                    pb.finish_and_clear();
                     break;
                 }
-                let job = &jobs[i];
-                let mut meta = RunMeta::new(job.name.clone(), Origin::Sim, job.name.clone());
-                meta.machine = record_machine(&machine, job.cfg.params.hz);
-                meta.workload = reclaimlab_record::Workload {
-                    name: workload_name.clone(),
-                    spec: spec_label.clone(),
-                };
-                meta.seed = Some(args.seed);
-                for (k, v) in job.cfg.params.to_pairs() {
-                    meta.params.insert(k.to_string(), v);
-                }
-                if workload_name == "stutterp" {
-                    for (k, v) in sp.to_params() {
-                        meta.params.insert(k, v);
+                let (job, len) = (&jobs[i], lens[i]);
+                pb.reset();
+                pb.set_length(len);
+                pb.set_message(job.name.clone());
+                let mut shown = 0;
+                let r = simulate(job, args.check, &mut |t| {
+                    let pos = (t as u64).min(len);
+                    if pos > shown {
+                        pb.set_position(pos);
+                        overall.inc(pos - shown);
+                        shown = pos;
                     }
-                }
-                meta.capture = reclaimlab_record::Capture {
-                    trace: true,
-                    events: vec!["all simulated tracepoints".into()],
-                    ..Default::default()
-                };
-                let r = simulate(job, &steps, meta, args.check, &progress);
-                pbs[i].finish();
+                });
+                overall.inc(len - shown);
+                let n = done.fetch_add(1, Ordering::SeqCst) + 1;
+                overall.set_message(format!("all: {n}/{} runs done", jobs.len()));
                 results.lock().expect("no poisoned lock")[i] = Some(r);
             });
         }
     });
+    overall.finish();
     let wall_s = wall.elapsed().as_secs_f64();
     let mut dirs = Vec::new();
+    let mut failed = Vec::new();
     for (job, r) in jobs
         .iter()
         .zip(results.into_inner().expect("no poisoned lock"))
     {
-        let (path, summary) = r.expect("every job ran")?;
-        eprintln!(
-            "reclaimlab: {}: {:.0} simulated s, {} events, {} trace lines -> {}",
-            job.name,
-            summary.elapsed_s,
-            summary.events,
-            summary.trace_lines,
-            path.display()
-        );
-        dirs.push(path);
+        match r.expect("every job ran") {
+            Ok((path, summary)) => {
+                eprintln!(
+                    "reclaimlab: {}: {:.0} simulated s, {} events, {} trace lines -> {}",
+                    job.name,
+                    summary.elapsed_s,
+                    summary.events,
+                    summary.trace_lines,
+                    path.display()
+                );
+                dirs.push(path);
+            }
+            Err(e) => failed.push((job.name.clone(), e)),
+        }
     }
     eprintln!("reclaimlab: simulated in {wall_s:.1} s wall time");
+    if let Some((name, e)) = failed.into_iter().next() {
+        let others = jobs.len() - dirs.len() - 1;
+        let also = if others > 0 {
+            format!(" ({others} other run(s) failed too)")
+        } else {
+            String::new()
+        };
+        return Err(e.context(format!("run {name}{also}")));
+    }
     let report = reclaimlab_report::report_from_dirs(&dirs, reclaimlab_report::Options::default())
         .context("cannot read back the records just written")?;
     print!("{}", reclaimlab_report::render_text(&report));
@@ -360,4 +635,60 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot write {}", html.display()))?;
     eprintln!("reclaimlab: HTML report: {}", html.display());
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sweeps(args: &[&str], stutterp: bool) -> anyhow::Result<Vec<Sweep>> {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let profiles = [profile("v5.15").unwrap(), profile("v5.16").unwrap()];
+        parse_sweeps(&args, &[], &profiles, stutterp)
+    }
+
+    #[test]
+    fn the_grid_is_the_cartesian_product_first_sweep_outermost() {
+        let s = sweeps(
+            &["vm.dirty_ratio=10, 40", "vm.swappiness=0,60,1.2e2"],
+            false,
+        )
+        .unwrap();
+        assert_eq!(s[1].values, ["0", "60", "120"], "values as recorded");
+        let labels: Vec<String> = sweep_points(&s)
+            .iter()
+            .map(|p| run_label("v5.16", p))
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                "v5.16,vm.dirty_ratio=10,vm.swappiness=0",
+                "v5.16,vm.dirty_ratio=10,vm.swappiness=60",
+                "v5.16,vm.dirty_ratio=10,vm.swappiness=120",
+                "v5.16,vm.dirty_ratio=40,vm.swappiness=0",
+                "v5.16,vm.dirty_ratio=40,vm.swappiness=60",
+                "v5.16,vm.dirty_ratio=40,vm.swappiness=120",
+            ]
+        );
+        assert_eq!(sweep_points(&[]), vec![Vec::<(&str, &str)>::new()]);
+    }
+
+    #[test]
+    fn list_values_split_on_semicolons() {
+        let s = sweeps(&["stutterp.workers=4, 8;16"], true).unwrap();
+        assert_eq!(s[0].values, ["4,8", "16"]);
+        let s = sweeps(&["stutterp.file_set=fio,intent"], true).unwrap();
+        assert_eq!(s[0].values, ["fio", "intent"]);
+    }
+
+    #[test]
+    fn directory_names_are_safe_and_bounded() {
+        assert_eq!(
+            dir_name("v5.16,throttle.noprogress.timeout_us=4000", "v5.16", 0),
+            "v5.16,throttle.noprogress.timeout_us=4000"
+        );
+        assert_eq!(dir_name("v5.16,a=x/y z", "v5.16", 0), "v5.16,a=x_y_z");
+        let long = format!("v5.16,stutterp.workers={}", vec!["4096"; 60].join(","));
+        assert_eq!(dir_name(&long, "v5.16", 2), "v5.16,point-3");
+    }
 }
