@@ -54,8 +54,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             println!("FILE.toml  a workload spec composing workers; see crates/workload/src/spec.rs or examples/mix.toml");
         }
         What::Params => {
-            let p = profile(&args.kernel)
-                .ok_or_else(|| anyhow::anyhow!("--kernel {}: unknown profile", args.kernel))?;
+            let p = profile(&args.kernel).ok_or_else(|| {
+                let names: Vec<&str> = profiles().iter().map(|p| p.name).collect();
+                anyhow::anyhow!(
+                    "--kernel {}: unknown kernel profile (known: {}; `reclaimlab list kernels`)",
+                    args.kernel,
+                    names.join(", ")
+                )
+            })?;
             println!(
                 "{:<45} {:>10}  description (defaults under {})",
                 "name", "default", p.name
