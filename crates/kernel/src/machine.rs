@@ -146,7 +146,8 @@ pub fn builtin_machines() -> Vec<Machine> {
         // write all memory to disk (~130 s) and the CPU time per byte of I/O
         // stay those of the 2021 machines, which is what decides whether
         // dirty and writeback pages reach the LRU tail; the small machine's
-        // fast disk empties its memory in about a second.
+        // fast disk empties its memory in about a second. The queue depth is
+        // divided too, so that queueing delays stay those of the whole disk.
         Machine {
             name: "slice-2021".into(),
             description: "testbox-2021 divided by 16: 2 CPUs, 4 GiB, 2 GiB swap, a 31 MB/s share of its SATA SSD (same seconds-to-write-memory)".into(),
@@ -154,7 +155,9 @@ pub fn builtin_machines() -> Vec<Machine> {
             nodes: 1,
             memory_mib: 4 * 1024,
             swap_mib: 2 * 1024,
-            devices: vec![dev("sda", 31.0, 33.0, 80.0, 20.0, 32)],
+            // Queue depth 2: a sixteenth of the SSD's 32 NCQ slots, so that a
+            // read queued behind writes waits as long as on the whole disk.
+            devices: vec![dev("sda", 31.0, 33.0, 80.0, 20.0, 2)],
             data_device: None,
             swap_device: None,
         },

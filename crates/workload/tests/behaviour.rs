@@ -406,3 +406,28 @@ fn mapped_file_stream_runs_to_completion_without_io() {
         "only {stolen} pages reclaimed: the mapped file must be evicted behind the readers"
     );
 }
+
+/// Swap readahead (`swap_vma_readahead`, 2^`vm.page-cluster` pages): a hog
+/// cycling through more memory than the machine has brings its swapped-out
+/// neighbours in with each major fault, so pages swapped in outnumber major
+/// faults; with `vm.page-cluster=0` each major fault reads one page.
+#[test]
+fn swap_readahead_reads_the_neighbours_of_a_major_fault() {
+    let spec = "name='cycle'\nduration_s=6\n[[worker]]\nkind='anon-hog'\nsize_mib=128\n";
+    let (ra, _) = sim(&machine(TINY), "v5.16", spec, 1, &[]);
+    let (one, _) = sim(
+        &machine(TINY),
+        "v5.16",
+        spec,
+        1,
+        &[("vm.page-cluster", "0")],
+    );
+    assert!(ra.delta("pgmajfault") > 100, "the hog must swap");
+    assert!(
+        ra.delta("pswpin") > 2 * ra.delta("pgmajfault"),
+        "readahead: {} pages in for {} major faults",
+        ra.delta("pswpin"),
+        ra.delta("pgmajfault")
+    );
+    assert_eq!(one.delta("pswpin"), one.delta("pgmajfault"));
+}

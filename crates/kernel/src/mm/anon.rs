@@ -18,6 +18,7 @@ use super::alloc::{alloc_page, Gfp};
 use super::page::{pg, Pfn};
 use super::swap::{SHADOW, SLOT_EMPTY};
 use super::NodeStat;
+use super::WMARK_LOW;
 use crate::block::{submit_bio, ReqKind};
 use crate::engine::{TaskId, World};
 use crate::sched::maybe_pay_cpu;
@@ -277,6 +278,108 @@ impl Kernel {
     }
 }
 
+impl Kernel {
+    /// `__read_swap_cache_async` for a newly allocated `pfn`: puts it in the
+    /// swap cache for `slot` (locked until the read completes) and on the
+    /// inactive anon LRU (or the active one, for a workingset refault).
+    fn swapin_page(&mut self, pfn: Pfn, id: u32, index: u32, slot: u32) {
+        self.count(Ev::Pswpin, 1);
+        self.count(Ev::Pgpgin, 4);
+        let shadow = self.swap.cache[slot as usize];
+        let refault_flags = if shadow != SLOT_EMPTY && shadow & SHADOW != 0 {
+            self.workingset_refault(pfn, shadow & !SHADOW, false)
+        } else {
+            0
+        };
+        self.swap.cache[slot as usize] = pfn;
+        {
+            let p = self.frames.get_mut(pfn);
+            p.flags = pg::SWAPBACKED | pg::SWAPCACHE | pg::LOCKED | refault_flags;
+            p.owner = id;
+            p.index = index;
+            p.swap = slot;
+        }
+        let nid = self.frames.get(pfn).nid as usize;
+        self.nodes[nid].mod_state(NodeStat::NrSwapcache, 1);
+        self.lru_add(pfn);
+    }
+
+    /// Swap readahead around a major fault (5.15 `swap_vma_readahead`,
+    /// simplified): the other swapped-out pages of the same mapping in the
+    /// aligned window of 2^`vm.page-cluster` pages around `index` are read
+    /// with the faulting page, into the swap cache, unmapped, and mapped by
+    /// their own (minor) faults later. Simplifications: the window is fixed
+    /// (the kernel adapts it to readahead hits); only pages whose slots are
+    /// contiguous with the faulting one are read, so that one request
+    /// carries them all; readahead pages come from free memory above the
+    /// low watermark and are skipped rather than reclaimed for. Returns the
+    /// request's pages in slot order, `pfn` among them.
+    fn swap_readahead(&mut self, pfn: Pfn, id: u32, index: u32, slot: u32) -> Vec<Pfn> {
+        let win = 1u32 << self.params.page_cluster;
+        if win == 1 {
+            return vec![pfn];
+        }
+        let size = self.anon[id as usize].pte.len() as u32;
+        let start = index & !(win - 1);
+        let end = (start + win).min(size);
+        // Swapped-out neighbours not in the swap cache, by slot.
+        let mut by_slot: Vec<(u32, u32)> = (start..end)
+            .filter(|&i| i != index)
+            .filter_map(|i| {
+                let e = self.anon[id as usize].pte[i as usize];
+                if e == PTE_NONE || e & PTE_SWAP == 0 {
+                    return None;
+                }
+                let s = e & !PTE_SWAP;
+                let c = self.swap.cache[s as usize];
+                (c == SLOT_EMPTY || c & SHADOW != 0).then_some((s, i))
+            })
+            .collect();
+        by_slot.sort_unstable();
+        // The run of consecutive slots through `slot`.
+        let mut lo = slot;
+        while lo > 0 && by_slot.binary_search_by_key(&(lo - 1), |x| x.0).is_ok() {
+            lo -= 1;
+        }
+        let mut hi = slot;
+        while by_slot.binary_search_by_key(&(hi + 1), |x| x.0).is_ok() {
+            hi += 1;
+        }
+        // Allocate first, so that a failure leaves nothing to undo: below
+        // `slot` it restarts the run after the failed slot, above it ends it.
+        let mut got: Vec<(u32, u32, Pfn)> = Vec::new();
+        for s in lo..=hi {
+            if s == slot {
+                continue;
+            }
+            let i = by_slot[by_slot.binary_search_by_key(&s, |x| x.0).unwrap()].1;
+            match self.get_page_from_freelist(Some(WMARK_LOW)) {
+                Some(p) => got.push((s, i, p)),
+                None if s < slot => {
+                    for (_, _, p) in got.drain(..) {
+                        self.free_page(p);
+                    }
+                }
+                None => break,
+            }
+        }
+        let mut pages = Vec::with_capacity(got.len() + 1);
+        let mut placed = false;
+        for (s, i, p) in got {
+            if s > slot && !placed {
+                pages.push(pfn);
+                placed = true;
+            }
+            self.swapin_page(p, id, i, s);
+            pages.push(p);
+        }
+        if !placed {
+            pages.push(pfn);
+        }
+        pages
+    }
+}
+
 /// `do_swap_page`: the page is found in the swap cache (minor) or read from
 /// the swap device (major, waits for the I/O).
 async fn do_swap_page(w: &World, id: u32, index: u32, slot: u32, write: bool) -> Access {
@@ -288,7 +391,7 @@ async fn do_swap_page(w: &World, id: u32, index: u32, slot: u32, write: bool) ->
         let Some(pfn) = alloc_page(w, Gfp::HIGHUSER_MOVABLE).await else {
             return Access::Killed;
         };
-        let pos = {
+        let (pages, pos) = {
             let mut k = w.k();
             if !k.anon[id as usize].alive
                 || k.anon[id as usize].pte[index as usize] != (PTE_SWAP | slot)
@@ -297,32 +400,16 @@ async fn do_swap_page(w: &World, id: u32, index: u32, slot: u32, write: bool) ->
                 return Access::Ok;
             }
             k.count(Ev::Pgmajfault, 1);
-            k.count(Ev::Pswpin, 1);
-            k.count(Ev::Pgpgin, 4);
-            let shadow = k.swap.cache[slot as usize];
-            let refault_flags = if shadow & SHADOW != 0 {
-                k.workingset_refault(pfn, shadow & !SHADOW, false)
-            } else {
-                0
-            };
-            k.swap.cache[slot as usize] = pfn;
-            {
-                let p = k.frames.get_mut(pfn);
-                p.flags = pg::SWAPBACKED | pg::SWAPCACHE | pg::LOCKED | refault_flags;
-                p.owner = id;
-                p.index = index;
-                p.swap = slot;
-            }
-            let nid = k.frames.get(pfn).nid as usize;
-            k.nodes[nid].mod_state(NodeStat::NrSwapcache, 1);
-            k.lru_add(pfn);
-            let c = k.params.cost_io_submit_ns;
+            k.swapin_page(pfn, id, index, slot);
+            let pages = k.swap_readahead(pfn, id, index, slot);
+            let first = k.frames.get(pages[0]).swap;
+            let c = k.params.cost_io_submit_ns * pages.len() as u64;
             k.charge_sys(c);
-            k.swap.base_pos + u64::from(slot)
+            (pages, k.swap.base_pos + u64::from(first))
         };
         crate::sched::pay_cpu(w).await;
         let dev = w.k().swap.dev;
-        submit_bio(w, dev, ReqKind::SwapIn, vec![pfn], pos, true).await;
+        submit_bio(w, dev, ReqKind::SwapIn, pages, pos, true).await;
         pfn
     };
     let mut k = w.k();
