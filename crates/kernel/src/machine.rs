@@ -106,8 +106,10 @@ pub enum MachineError {
         msg: String,
     },
     /// A value that cannot describe a real machine.
-    #[error("machine `{name}`: {what}")]
+    #[error("{at}machine `{name}`: {what}")]
     Impossible {
+        /// `FILE:LINE: ` (or `FILE: `) when the machine came from a file, else empty.
+        at: String,
         /// Machine.
         name: String,
         /// What is wrong and what is accepted.
@@ -208,7 +210,26 @@ impl Machine {
             file: file.into(),
             msg: e.to_string(),
         })?;
-        m.check()?;
+        m.check().map_err(|e| match e {
+            MachineError::Impossible { name, what, .. } => {
+                // Point at the line of the key the message starts with.
+                let key = what.split([' ', '`']).next().unwrap_or("");
+                let line = (!key.is_empty())
+                    .then(|| {
+                        text.lines().position(|l| {
+                            let l = l.trim_start();
+                            l.starts_with(key) && l[key.len()..].trim_start().starts_with('=')
+                        })
+                    })
+                    .flatten();
+                let at = match line {
+                    Some(n) => format!("{file}:{}: ", n + 1),
+                    None => format!("{file}: "),
+                };
+                MachineError::Impossible { at, name, what }
+            }
+            other => other,
+        })?;
         Ok(m)
     }
 
@@ -216,6 +237,7 @@ impl Machine {
     pub fn check(&self) -> Result<(), MachineError> {
         let bad = |what: String| {
             Err(MachineError::Impossible {
+                at: String::new(),
                 name: self.name.clone(),
                 what,
             })
@@ -267,7 +289,11 @@ impl Machine {
         ] {
             if let Some(n) = name {
                 if !self.devices.iter().any(|d| &d.name == n) {
-                    return bad(format!("{what} = `{n}` is not one of the devices"));
+                    let names: Vec<&str> = self.devices.iter().map(|d| d.name.as_str()).collect();
+                    return bad(format!(
+                        "{what} = `{n}` is not one of the devices (accepted: {})",
+                        names.join(", ")
+                    ));
                 }
             }
         }

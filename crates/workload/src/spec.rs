@@ -187,13 +187,16 @@ pub enum SpecError {
         /// OS error.
         err: std::io::Error,
     },
-    /// TOML or field error (the message has line and column).
-    #[error("{file}: {msg}\naccepted worker kinds: anon-hog, file-writer, file-reader, mmap-latency, mmap-file-reader; see `reclaimlab list workloads`")]
+    /// TOML or field error (the message has line and column, and a hint
+    /// of the accepted fields when a field is unknown or missing).
+    #[error("{file}: {msg}{hint}")]
     Parse {
         /// File.
         file: String,
         /// Parser message.
         msg: String,
+        /// What is accepted, when the error is about fields; else empty.
+        hint: String,
     },
     /// A value out of range.
     #[error("{file}: worker #{index} ({kind:?}): {what}")]
@@ -244,9 +247,21 @@ impl Spec {
 
     /// Parses and checks spec text.
     pub fn parse(text: &str, file: &str) -> Result<Spec, SpecError> {
-        let s: Spec = toml::from_str(text).map_err(|e| SpecError::Parse {
-            file: file.into(),
-            msg: e.to_string(),
+        let s: Spec = toml::from_str(text).map_err(|e| {
+            let msg = e.to_string();
+            // An unknown `kind` already lists the accepted ones.
+            let hint = if msg.contains("unknown field") || msg.contains("missing field") {
+                "\na spec has `name`, `duration_s`, optional `warmup_s`, and [[worker]] entries; \
+                 examples/workloads/mix.toml shows every worker field"
+                    .to_string()
+            } else {
+                String::new()
+            };
+            SpecError::Parse {
+                file: file.into(),
+                msg,
+                hint,
+            }
         })?;
         s.check(file)?;
         Ok(s)
