@@ -213,7 +213,7 @@ fn bad_workload_specs_name_file_and_line() {
             &kind,
             "line 4",
             "unknown variant `anon-hogg`",
-            "anon-hog, file-writer",
+            "expected one of `anon-hog`, `file-writer`",
         ],
     );
     let missing = file(
