@@ -50,8 +50,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             println!("name = \"hdd\"\ncpus = 4\nmemory_mib = 4096\nswap_mib = 4096\n[[devices]]\nname = \"sda\"\nlayer = \"single-queue\"   # or \"blk-mq\" (default)\nwrite_mb_s = 120\nread_mb_s = 130\nlatency_us = 200\nseek_us = 6000\nqueue_depth = 32");
         }
         What::Workloads => {
-            println!("stutterp   mmtests pagereclaim-stutterp(-noreaders): fio random writers, anon hogs, mmap-latency (stutterp.* parameters)");
-            println!("FILE.toml  a workload spec composing workers; see crates/workload/src/spec.rs or examples/mix.toml");
+            println!("{:<20} mmtests pagereclaim-stutterp(-noreaders): fio random writers, anon hogs, mmap-latency (stutterp.* parameters)", "stutterp");
+            for (name, what, _) in reclaimlab_workload::spec::BUILTIN {
+                println!("{name:<20} {what} (examples/workloads/{name}.toml)");
+            }
+            println!("{:<20} a workload spec composing workers; examples/workloads/mix.toml shows every kind and field", "FILE.toml");
         }
         What::Params => {
             let p = profile(&args.kernel).ok_or_else(|| {

@@ -26,14 +26,15 @@ use reclaimlab_workload::stutterp::StutterpParams;
 /// Arguments of `reclaimlab sim`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// `stutterp`, or a workload spec file (TOML; see `reclaimlab list workloads`).
+    /// `stutterp`, `mapped-file-stream`, or a workload spec file (TOML; see
+    /// `reclaimlab list workloads`).
     pub workload: String,
     /// Kernel profiles to compare, comma-separated (`reclaimlab list kernels`).
     #[arg(long, default_value = "v5.15,v5.16", value_delimiter = ',')]
     pub kernel: Vec<String>,
     /// A built-in machine (`reclaimlab list machines`), a machine TOML file, or
     /// this host: `host`, `host:2G`, `host:all`, `host:1G,swap=2G`, `host:1G,dir=DIR`.
-    #[arg(long, default_value = "small")]
+    #[arg(long, default_value = "slice-2021")]
     pub machine: String,
     /// Set a parameter, e.g. `--set vm.dirty_ratio=30` (`reclaimlab list params`).
     #[arg(long = "set", value_name = "NAME=VALUE")]
@@ -426,8 +427,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             file: args.workload.clone(),
             steps: vec![StepSpec::from_spec(&spec)],
         }
+    } else if let Some(spec) = Spec::builtin(&args.workload) {
+        Workload::Spec {
+            name: spec.name.clone(),
+            file: args.workload.clone(),
+            steps: vec![StepSpec::from_spec(&spec)],
+        }
     } else {
-        bail!("workload `{}`: not a built-in workload (stutterp) and no such file; `reclaimlab list workloads` shows the choices", args.workload);
+        let mut names = vec!["stutterp"];
+        names.extend(reclaimlab_workload::spec::BUILTIN.iter().map(|b| b.0));
+        bail!(
+            "workload `{}`: not a built-in workload ({}) and no such file; `reclaimlab list workloads` shows the choices",
+            args.workload,
+            names.join(", ")
+        );
     };
     let (workload_name, spec_label) = match &workload {
         Workload::Stutterp => ("stutterp".to_string(), "stutterp".to_string()),

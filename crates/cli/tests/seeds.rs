@@ -21,6 +21,8 @@ fn sim(out: &Path, seed: u32) {
         .args([
             "sim",
             "stutterp",
+            "--machine",
+            "small",
             "--kernel",
             "v5.16",
             "--set",
