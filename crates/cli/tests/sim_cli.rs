@@ -235,7 +235,7 @@ fn bad_workload_specs_name_file_and_line() {
         &e,
         &[
             "no-such-workload",
-            "not a built-in workload (stutterp)",
+            "not a built-in workload (stutterp, mapped-file-stream)",
             "list workloads",
         ],
     );
