@@ -212,26 +212,12 @@ fn sysctl_path(name: &str) -> PathBuf {
 
 /// The block device holding `dir`, described for `run.json` (best effort).
 fn device_of(dir: &Path, write_mb_s: f64) -> Option<Device> {
-    use std::os::unix::fs::MetadataExt;
-    let dev = fs::metadata(dir).ok()?.dev();
-    let (maj, min) = (libc::major(dev), libc::minor(dev));
-    let sysdir = fs::canonicalize(format!("/sys/dev/block/{maj}:{min}")).ok()?;
-    // A partition's queue is its parent's.
-    let disk = if sysdir.join("partition").exists() {
-        sysdir.parent()?.to_path_buf()
-    } else {
-        sysdir
-    };
-    let name = disk.file_name()?.to_string_lossy().into_owned();
+    let bd = crate::machine::block_device_of(dir)?;
     Some(Device {
-        layer: if disk.join("mq").exists() {
-            "blk-mq".into()
-        } else {
-            "sq".into()
-        },
-        queue_depth: sys::read_u64(disk.join("queue/nr_requests")).unwrap_or(0) as u32,
+        layer: if bd.mq { "blk-mq" } else { "sq" }.into(),
+        queue_depth: bd.nr_requests.unwrap_or(0),
         write_mb_s,
-        name,
+        name: bd.name,
         ..Device::default()
     })
 }

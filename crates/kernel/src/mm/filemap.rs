@@ -227,21 +227,25 @@ pub async fn file_write(w: &World, f: u32, index: u32, n: u32) -> FileOp {
     FileOp::Ok
 }
 
+/// `folio_wait_locked`: a page still being read by someone else. Waits by
+/// polling its lock at tick granularity (no per-page wait queues).
+async fn wait_on_page_locked(w: &World, pfn: Pfn) {
+    while w.k().frames.get(pfn).test(pg::LOCKED) {
+        let t = {
+            let k = w.k();
+            k.exec.now() + k.params.tick_ns()
+        };
+        w.sleep_until(t).await;
+    }
+}
+
 /// Buffered `pread()` of pages `[index, index+n)` of file `f`.
 pub async fn file_read(w: &World, f: u32, index: u32, n: u32) -> FileOp {
     for i in index..index + n {
         let hit = w.k().find_get_page(f, i);
         let pfn = match hit {
             Some(p) => {
-                // A page still being read by someone else: wait for it by
-                // polling its lock at tick granularity (no page wait queues).
-                while w.k().frames.get(p).test(pg::LOCKED) {
-                    let t = {
-                        let k = w.k();
-                        k.exec.now() + k.params.tick_ns()
-                    };
-                    w.sleep_until(t).await;
-                }
+                wait_on_page_locked(w, p).await;
                 p
             }
             None => {
@@ -372,13 +376,7 @@ async fn filemap_fault(w: &World, f: u32, index: u32) -> FileOp {
     };
     let pfn = match cached {
         Some(p) => {
-            while w.k().frames.get(p).test(pg::LOCKED) {
-                let t = {
-                    let k = w.k();
-                    k.exec.now() + k.params.tick_ns()
-                };
-                w.sleep_until(t).await;
-            }
+            wait_on_page_locked(w, p).await;
             p
         }
         None => {
