@@ -94,7 +94,7 @@ impl Kernel {
             }
             if p.test(pg::SWAPCACHE) {
                 swc += 1;
-                if self.swap.cache[p.swap as usize] != pfn as u32 {
+                if self.swap.cache.get(p.swap as usize) != pfn as u32 {
                     return Err(format!(
                         "pfn {pfn} in swap cache slot {} which points elsewhere",
                         p.swap
@@ -103,13 +103,13 @@ impl Kernel {
             }
             if p.test(pg::FILE)
                 && p.owner != ORPHAN
-                && self.files[p.owner as usize].cache[p.index as usize] != pfn as u32
+                && self.files[p.owner as usize].cache.get(p.index as usize) != pfn as u32
             {
                 return Err(format!("file pfn {pfn} not in its page cache slot"));
             }
             if !p.test(pg::FILE) && p.owner != ORPHAN && !p.test(pg::SWAPCACHE) {
                 let m = &self.anon[p.owner as usize];
-                if !m.alive || m.pte[p.index as usize] != pfn as u32 {
+                if !m.alive || m.pte.get(p.index as usize) != pfn as u32 {
                     return Err(format!(
                         "anon pfn {pfn} not mapped by its owner and not in swap cache"
                     ));
@@ -137,7 +137,7 @@ impl Kernel {
                 while bits != 0 {
                     let i = wi * 64 + bits.trailing_zeros() as usize;
                     bits &= bits - 1;
-                    let e = file.cache[i];
+                    let e = file.cache.get(i);
                     if e == SLOT_EMPTY || e & SHADOW != 0 {
                         return Err(format!(
                             "file {f} page {i} is mapped but not in the page cache"
@@ -150,13 +150,13 @@ impl Kernel {
             if !m.alive {
                 continue;
             }
-            for (i, &e) in m.pte.iter().enumerate() {
+            for (i, e) in m.pte.iter().enumerate() {
                 if e == PTE_NONE {
                     continue;
                 }
                 if e & PTE_SWAP != 0 {
                     let slot = e & !PTE_SWAP;
-                    let c = self.swap.cache[slot as usize];
+                    let c = self.swap.cache.get(slot as usize);
                     if c != SLOT_EMPTY && c & SHADOW == 0 && self.frames.get(c).swap != slot {
                         return Err(format!("mapping {id} index {i}: swap slot {slot} caches a page of another slot"));
                     }

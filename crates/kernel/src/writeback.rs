@@ -151,7 +151,7 @@ impl Kernel {
         let mut idx = start;
         let mut steps = 0u32;
         while written < budget && steps < size && self.files[f as usize].nr_dirty > 0 {
-            let e = self.files[f as usize].cache[idx as usize];
+            let e = self.files[f as usize].cache.get(idx as usize);
             if e & crate::mm::swap::SHADOW == 0 && e != crate::mm::swap::SLOT_EMPTY {
                 let p = self.frames.get(e);
                 if p.test(pg::DIRTY) && !p.test(pg::WRITEBACK) {

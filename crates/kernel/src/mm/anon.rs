@@ -16,6 +16,7 @@
 
 use super::alloc::{alloc_page, Gfp};
 use super::page::{pg, Pfn};
+use super::slots::Slots;
 use super::swap::{SHADOW, SLOT_EMPTY};
 use super::NodeStat;
 use super::WMARK_LOW;
@@ -38,7 +39,7 @@ pub struct AnonMapping {
     /// Owning task.
     pub owner: TaskId,
     /// Page-table entries.
-    pub pte: Vec<u32>,
+    pub pte: Slots,
     /// Accessed bits.
     pub young: Vec<u64>,
     /// Resident pages (`MM_ANONPAGES`).
@@ -67,7 +68,7 @@ impl Kernel {
         let id = self.anon.len() as u32;
         self.anon.push(AnonMapping {
             owner,
-            pte: vec![PTE_NONE; pages as usize],
+            pte: Slots::new(pages as usize),
             young: vec![0; (pages as usize).div_ceil(64)],
             resident: 0,
             swapents: 0,
@@ -94,13 +95,13 @@ impl Kernel {
         let owner = m.owner;
         self.tasks[owner as usize].mappings.retain(|&x| x != id);
         let mut freed = 0u64;
-        for e in pte {
+        for e in pte.iter() {
             if e == PTE_NONE {
                 continue;
             }
             if e & PTE_SWAP != 0 {
                 let slot = e & !PTE_SWAP;
-                let c = self.swap.cache[slot as usize];
+                let c = self.swap.cache.get(slot as usize);
                 if c != SLOT_EMPTY && c & SHADOW == 0 {
                     // Still in the swap cache: free it with its slot, or let
                     // its holder (reclaim, I/O) do so.
@@ -144,7 +145,7 @@ impl Kernel {
         }
         let m = &mut self.anon[p.owner as usize];
         let i = p.index as usize;
-        if !m.alive || m.pte.get(i) != Some(&pfn) {
+        if !m.alive || (i >= m.pte.len() || m.pte.get(i) != pfn) {
             return None;
         }
         let (w, b) = (i / 64, i % 64);
@@ -164,8 +165,8 @@ impl Kernel {
             return;
         }
         let m = &mut self.anon[owner as usize];
-        if m.alive && m.pte[index] == pfn {
-            m.pte[index] = PTE_SWAP | slot;
+        if m.alive && m.pte.get(index) == pfn {
+            m.pte.set(index, PTE_SWAP | slot);
             m.resident -= 1;
             m.swapents += 1;
             if m.written {
@@ -195,15 +196,16 @@ pub async fn touch_anon(w: &World, id: u32, start: u32, end: u32, write: bool) -
             let mut j = i;
             let mut found = None;
             while j < end {
-                let e = m.pte[j as usize];
+                let e = m.pte.get(j as usize);
                 if e & PTE_SWAP != 0 || e == PTE_NONE {
                     found = Some(j);
                     break;
                 }
                 let (wi, b) = ((j / 64) as usize, j % 64);
                 if b == 0 && j + 64 <= end {
-                    let block = &m.pte[j as usize..j as usize + 64];
-                    if block.iter().all(|&e| e & PTE_SWAP == 0) {
+                    if m.pte
+                        .all(j as usize..j as usize + 64, |e| e & PTE_SWAP == 0)
+                    {
                         m.young[wi] = u64::MAX;
                         j += 64;
                         continue;
@@ -233,7 +235,7 @@ pub async fn handle_anon_fault(w: &World, id: u32, index: u32, write: bool) -> A
         k.count(Ev::Pgfault, 1);
         let c = k.params.cost_fault_ns;
         k.charge_sys(c);
-        k.anon[id as usize].pte[index as usize]
+        k.anon[id as usize].pte.get(index as usize)
     };
     if e == PTE_NONE {
         do_anonymous_page(w, id, index).await
@@ -271,7 +273,7 @@ impl Kernel {
         let nid = self.frames.get(pfn).nid as usize;
         self.nodes[nid].mod_state(NodeStat::NrAnonPages, 1);
         let m = &mut self.anon[id as usize];
-        m.pte[index as usize] = pfn;
+        m.pte.set(index as usize, pfn);
         m.young[index as usize / 64] |= 1 << (index % 64);
         m.resident += 1;
         self.lru_add(pfn);
@@ -285,13 +287,13 @@ impl Kernel {
     fn swapin_page(&mut self, pfn: Pfn, id: u32, index: u32, slot: u32) {
         self.count(Ev::Pswpin, 1);
         self.count(Ev::Pgpgin, 4);
-        let shadow = self.swap.cache[slot as usize];
+        let shadow = self.swap.cache.get(slot as usize);
         let refault_flags = if shadow != SLOT_EMPTY && shadow & SHADOW != 0 {
             self.workingset_refault(pfn, shadow & !SHADOW, false)
         } else {
             0
         };
-        self.swap.cache[slot as usize] = pfn;
+        self.swap.cache.set(slot as usize, pfn);
         {
             let p = self.frames.get_mut(pfn);
             p.flags = pg::SWAPBACKED | pg::SWAPCACHE | pg::LOCKED | refault_flags;
@@ -326,12 +328,12 @@ impl Kernel {
         let mut by_slot: Vec<(u32, u32)> = (start..end)
             .filter(|&i| i != index)
             .filter_map(|i| {
-                let e = self.anon[id as usize].pte[i as usize];
+                let e = self.anon[id as usize].pte.get(i as usize);
                 if e == PTE_NONE || e & PTE_SWAP == 0 {
                     return None;
                 }
                 let s = e & !PTE_SWAP;
-                let c = self.swap.cache[s as usize];
+                let c = self.swap.cache.get(s as usize);
                 (c == SLOT_EMPTY || c & SHADOW != 0).then_some((s, i))
             })
             .collect();
@@ -383,7 +385,7 @@ impl Kernel {
 /// `do_swap_page`: the page is found in the swap cache (minor) or read from
 /// the swap device (major, waits for the I/O).
 async fn do_swap_page(w: &World, id: u32, index: u32, slot: u32, write: bool) -> Access {
-    let cached = w.k().swap.cache[slot as usize];
+    let cached = w.k().swap.cache.get(slot as usize);
     let pfn = if cached != SLOT_EMPTY && cached & SHADOW == 0 {
         // Swap-cache hit: the page is still resident (e.g. under writeback).
         cached
@@ -394,7 +396,7 @@ async fn do_swap_page(w: &World, id: u32, index: u32, slot: u32, write: bool) ->
         let (pages, pos) = {
             let mut k = w.k();
             if !k.anon[id as usize].alive
-                || k.anon[id as usize].pte[index as usize] != (PTE_SWAP | slot)
+                || k.anon[id as usize].pte.get(index as usize) != (PTE_SWAP | slot)
             {
                 k.free_page(pfn);
                 return Access::Ok;
@@ -414,10 +416,10 @@ async fn do_swap_page(w: &World, id: u32, index: u32, slot: u32, write: bool) ->
     };
     let mut k = w.k();
     let m = &mut k.anon[id as usize];
-    if !m.alive || m.pte[index as usize] != (PTE_SWAP | slot) {
+    if !m.alive || m.pte.get(index as usize) != (PTE_SWAP | slot) {
         return Access::Ok;
     }
-    m.pte[index as usize] = pfn;
+    m.pte.set(index as usize, pfn);
     m.young[index as usize / 64] |= 1 << (index % 64);
     m.resident += 1;
     m.swapents -= 1;

@@ -10,6 +10,7 @@
 
 use super::alloc::{alloc_page, Gfp};
 use super::page::{pg, Pfn};
+use super::slots::Slots;
 use super::swap::{SHADOW, SLOT_EMPTY};
 use super::NodeStat;
 use crate::block::{submit_bio, ReqKind};
@@ -28,7 +29,7 @@ pub struct File {
     /// Size in pages.
     pub size: u32,
     /// Page cache: pfn, shadow (tagged [`SHADOW`]) or [`SLOT_EMPTY`].
-    pub cache: Vec<u32>,
+    pub cache: Slots,
     /// Dirty pages (`PAGECACHE_TAG_DIRTY` count).
     pub nr_dirty: u64,
     /// `inode->dirtied_when`, if dirty.
@@ -58,7 +59,7 @@ impl Kernel {
             dev,
             pos,
             size: pages,
-            cache: vec![SLOT_EMPTY; pages as usize],
+            cache: Slots::new(pages as usize),
             nr_dirty: 0,
             dirtied_when: None,
             writeback_index: 0,
@@ -152,7 +153,7 @@ impl Kernel {
     /// Inserts a new page for `index` of file `f` (`filemap_add_folio`), with
     /// refault detection against a shadow entry, and adds it to the LRU.
     fn add_to_page_cache_lru(&mut self, f: u32, index: u32, pfn: Pfn, flags: u32) {
-        let old = self.files[f as usize].cache[index as usize];
+        let old = self.files[f as usize].cache.get(index as usize);
         {
             let p = self.frames.get_mut(pfn);
             p.flags = flags | pg::FILE;
@@ -163,7 +164,7 @@ impl Kernel {
             let flags = self.workingset_refault(pfn, old & !SHADOW, true);
             self.frames.get_mut(pfn).set(flags);
         }
-        self.files[f as usize].cache[index as usize] = pfn;
+        self.files[f as usize].cache.set(index as usize, pfn);
         self.account_page(pfn, true, 1);
         self.lru_add(pfn);
     }
@@ -174,13 +175,13 @@ impl Kernel {
         let shadow = self.workingset_eviction(pfn);
         let p = self.frames.get(pfn);
         let (f, i) = (p.owner as usize, p.index as usize);
-        self.files[f].cache[i] = SHADOW | shadow;
+        self.files[f].cache.set(i, SHADOW | shadow);
         self.account_page(pfn, true, -1);
     }
 
     /// The cached page at `index` of file `f`, if resident.
     pub fn find_get_page(&self, f: u32, index: u32) -> Option<Pfn> {
-        let e = self.files[f as usize].cache[index as usize];
+        let e = self.files[f as usize].cache.get(index as usize);
         (e != SLOT_EMPTY && e & SHADOW == 0).then_some(e)
     }
 }

@@ -10,6 +10,7 @@ pub mod anon;
 pub mod filemap;
 pub mod lru;
 pub mod page;
+pub mod slots;
 pub mod swap;
 
 use crate::engine::{TaskId, WaitQueue};

@@ -8,6 +8,7 @@
 //! `vm.page-cluster=0`), no swap slot cache per CPU, no frontswap/zswap.
 
 use super::page::{pg, Pfn};
+use super::slots::Slots;
 use super::NodeStat;
 use crate::Kernel;
 
@@ -28,7 +29,7 @@ pub struct SwapInfo {
     /// Slot in use.
     used: Vec<u64>,
     /// Per-slot: resident swap-cache pfn, shadow, or [`SLOT_EMPTY`].
-    pub cache: Vec<u32>,
+    pub cache: Slots,
     /// Allocation cursor.
     cursor: u64,
     /// Device position of slot 0.
@@ -43,7 +44,7 @@ impl SwapInfo {
             nr_slots,
             nr_free: nr_slots,
             used: vec![0; nr_slots.div_ceil(64) as usize],
-            cache: vec![SLOT_EMPTY; nr_slots as usize],
+            cache: Slots::new(nr_slots as usize),
             cursor: 0,
             base_pos: 0,
         }
@@ -84,7 +85,7 @@ impl SwapInfo {
         debug_assert!(self.used[w] & (1 << b) != 0, "double swap free");
         self.used[w] &= !(1 << b);
         self.nr_free += 1;
-        self.cache[s as usize] = SLOT_EMPTY;
+        self.cache.set(s as usize, SLOT_EMPTY);
     }
 
     /// `vm_swap_full()`: more than half of swap in use.
@@ -100,7 +101,7 @@ impl Kernel {
         let Some(slot) = self.swap.get_slot() else {
             return false;
         };
-        self.swap.cache[slot as usize] = pfn;
+        self.swap.cache.set(slot as usize, pfn);
         let p = self.frames.get_mut(pfn);
         p.set(pg::SWAPCACHE | pg::DIRTY);
         p.swap = slot;

@@ -326,7 +326,7 @@ impl Kernel {
             let slot = self.frames.get(pfn).swap;
             self.frames.get_mut(pfn).clear(pg::SWAPCACHE);
             self.nodes[nid].mod_state(NodeStat::NrSwapcache, -1);
-            self.swap.cache[slot as usize] = SHADOW | shadow;
+            self.swap.cache.set(slot as usize, SHADOW | shadow);
         }
         self.frames.get_mut(pfn).owner = ORPHAN;
         Verdict::Free

@@ -1,0 +1,60 @@
+//! [`Slots`]: the page-table, page-cache and swap-cache arrays.
+
+use std::ops::Range;
+
+/// An array of `u32` entries whose empty value is `u32::MAX` (no page, no
+/// swap entry), stored complemented so that a new array is all zero bytes:
+/// the allocator gets it from the OS as untouched memory, which costs
+/// nothing until written. A 512 GiB file set or a 64 GiB swap area then
+/// uses memory only for the parts a run actually reaches.
+#[derive(Debug, Clone, Default)]
+pub struct Slots(Vec<u32>);
+
+impl Slots {
+    /// `n` empty entries.
+    pub fn new(n: usize) -> Slots {
+        Slots(vec![0; n])
+    }
+    /// Entry `i`.
+    #[inline]
+    pub fn get(&self, i: usize) -> u32 {
+        !self.0[i]
+    }
+    /// Sets entry `i`.
+    #[inline]
+    pub fn set(&mut self, i: usize, v: u32) {
+        self.0[i] = !v;
+    }
+    /// Number of entries.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+    /// Whether there are no entries.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    /// Whether `f` holds for every entry in `r`.
+    #[inline]
+    pub fn all(&self, r: Range<usize>, f: impl Fn(u32) -> bool) -> bool {
+        self.0[r].iter().all(|&x| f(!x))
+    }
+    /// The entries in order.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        self.0.iter().map(|&x| !x)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_entries_are_empty_and_set_reads_back() {
+        let mut s = Slots::new(3);
+        assert!(s.iter().all(|e| e == u32::MAX));
+        s.set(1, 7);
+        assert_eq!((s.get(0), s.get(1)), (u32::MAX, 7));
+        assert!(s.all(0..1, |e| e == u32::MAX) && !s.all(0..2, |e| e == u32::MAX));
+    }
+}
