@@ -202,14 +202,13 @@ pub async fn touch_anon(w: &World, id: u32, start: u32, end: u32, write: bool) -
                     break;
                 }
                 let (wi, b) = ((j / 64) as usize, j % 64);
-                if b == 0 && j + 64 <= end {
-                    if m.pte
-                        .all(j as usize..j as usize + 64, |e| e & PTE_SWAP == 0)
-                    {
-                        m.young[wi] = u64::MAX;
-                        j += 64;
-                        continue;
-                    }
+                if b == 0
+                    && j + 64 <= end
+                    && m.pte.all(j as usize..j as usize + 64, |e| e & PTE_SWAP == 0)
+                {
+                    m.young[wi] = u64::MAX;
+                    j += 64;
+                    continue;
                 }
                 m.young[wi] |= 1 << b;
                 j += 1;
