@@ -132,6 +132,30 @@ impl Kernel {
             }
         }
         for (f, file) in self.files.iter().enumerate() {
+            let tagged: u64 = file
+                .dirty_tag
+                .iter()
+                .map(|w| u64::from(w.count_ones()))
+                .sum();
+            if tagged != file.nr_dirty {
+                return Err(format!(
+                    "file {f}: {tagged} pages tagged dirty but nr_dirty is {}",
+                    file.nr_dirty
+                ));
+            }
+            for (wi, &word) in file.dirty_tag.iter().enumerate() {
+                let mut bits = word;
+                while bits != 0 {
+                    let i = wi * 64 + bits.trailing_zeros() as usize;
+                    bits &= bits - 1;
+                    let e = file.cache.get(i);
+                    if e == SLOT_EMPTY || e & SHADOW != 0 || !self.frames.get(e).test(pg::DIRTY) {
+                        return Err(format!(
+                            "file {f} page {i} is tagged dirty but is not a dirty cached page"
+                        ));
+                    }
+                }
+            }
             for (wi, &word) in file.mapped.iter().enumerate() {
                 let mut bits = word;
                 while bits != 0 {

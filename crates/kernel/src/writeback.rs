@@ -149,8 +149,25 @@ impl Kernel {
         let mut reqs: Vec<(Vec<Pfn>, u64)> = Vec::new();
         let mut written = 0u64;
         let mut idx = start;
-        let mut steps = 0u32;
-        while written < budget && steps < size && self.files[f as usize].nr_dirty > 0 {
+        // The dirty-tag walk of write_cache_pages: from writeback_index to
+        // the end of the file, then from 0 back to where it started.
+        let mut wrapped = false;
+        while written < budget && self.files[f as usize].nr_dirty > 0 {
+            let next = self.files[f as usize]
+                .next_dirty(idx)
+                .filter(|&n| !wrapped || n < start);
+            let Some(n) = next else {
+                if wrapped {
+                    break;
+                }
+                wrapped = true;
+                idx = 0;
+                continue;
+            };
+            if wrapped && n >= start {
+                break;
+            }
+            idx = n;
             let e = self.files[f as usize].cache.get(idx as usize);
             if e & crate::mm::swap::SHADOW == 0 && e != crate::mm::swap::SLOT_EMPTY {
                 let p = self.frames.get(e);
@@ -173,8 +190,11 @@ impl Kernel {
                 }
             }
             idx += 1;
-            steps += 1;
             if idx >= size {
+                if wrapped {
+                    break;
+                }
+                wrapped = true;
                 idx = 0;
                 // A wrap ends the request run.
             }

@@ -204,7 +204,8 @@ pub async fn touch_anon(w: &World, id: u32, start: u32, end: u32, write: bool) -
                 let (wi, b) = ((j / 64) as usize, j % 64);
                 if b == 0
                     && j + 64 <= end
-                    && m.pte.all(j as usize..j as usize + 64, |e| e & PTE_SWAP == 0)
+                    && m.pte
+                        .all(j as usize..j as usize + 64, |e| e & PTE_SWAP == 0)
                 {
                     m.young[wi] = u64::MAX;
                     j += 64;

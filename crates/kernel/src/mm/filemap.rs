@@ -32,6 +32,9 @@ pub struct File {
     pub cache: Slots,
     /// Dirty pages (`PAGECACHE_TAG_DIRTY` count).
     pub nr_dirty: u64,
+    /// Which pages are dirty (the xarray's `PAGECACHE_TAG_DIRTY`), so that
+    /// writeback finds them without walking the whole file.
+    pub dirty_tag: Vec<u64>,
     /// `inode->dirtied_when`, if dirty.
     pub dirtied_when: Option<u64>,
     /// `mapping->writeback_index`: where cyclic writeback resumes.
@@ -49,6 +52,22 @@ pub struct File {
     pub young: Vec<u64>,
 }
 
+impl File {
+    /// The first page at or after `from` tagged dirty, if any (no wrap).
+    pub fn next_dirty(&self, from: u32) -> Option<u32> {
+        let mut w = from as usize / 64;
+        let mut bits = *self.dirty_tag.get(w)? & (!0u64 << (from % 64));
+        loop {
+            if bits != 0 {
+                let i = (w * 64) as u32 + bits.trailing_zeros();
+                return (i < self.size).then_some(i);
+            }
+            w += 1;
+            bits = *self.dirty_tag.get(w)?;
+        }
+    }
+}
+
 impl Kernel {
     /// Creates a file of `pages` pages on device `dev` (empty page cache).
     pub fn create_file(&mut self, dev: usize, pages: u32) -> u32 {
@@ -61,6 +80,7 @@ impl Kernel {
             size: pages,
             cache: Slots::new(pages as usize),
             nr_dirty: 0,
+            dirty_tag: vec![0; (pages as usize).div_ceil(64)],
             dirtied_when: None,
             writeback_index: 0,
             on_dirty_list: false,
@@ -118,7 +138,8 @@ impl Kernel {
             return false;
         }
         p.set(pg::DIRTY);
-        let (nid, f) = (p.nid as usize, p.owner as usize);
+        let (nid, f, i) = (p.nid as usize, p.owner as usize, p.index as usize);
+        self.files[f].dirty_tag[i / 64] |= 1 << (i % 64);
         self.nodes[nid].mod_state(NodeStat::NrFileDirty, 1);
         self.count(Ev::NrDirtied, 1);
         self.current_mut().nr_dirtied += 1;
@@ -141,7 +162,8 @@ impl Kernel {
         let p = self.frames.get_mut(pfn);
         debug_assert!(p.test(pg::DIRTY));
         p.clear(pg::DIRTY);
-        let (nid, f) = (p.nid as usize, p.owner as usize);
+        let (nid, f, i) = (p.nid as usize, p.owner as usize, p.index as usize);
+        self.files[f].dirty_tag[i / 64] &= !(1 << (i % 64));
         self.nodes[nid].mod_state(NodeStat::NrFileDirty, -1);
         let file = &mut self.files[f];
         file.nr_dirty -= 1;
