@@ -123,6 +123,108 @@ fn text_has_mmtests_layout() {
     assert!(min4 < min6 && min6 < amean4);
 }
 
+/// The lines of the text table that has a row starting with `row_prefix`:
+/// its header rows (starting with a space) and all its rows, not its title.
+fn table<'a>(text: &'a str, row_prefix: &str) -> Vec<&'a str> {
+    let block = text
+        .split("\n\n")
+        .find(|b| b.lines().any(|l| l.starts_with(row_prefix)))
+        .unwrap_or_else(|| panic!("no table with rows `{row_prefix}` in\n{text}"));
+    block.lines().filter(|l| *l != "Latency (ms)").collect()
+}
+
+/// Every header name ends in the same column as the values under it, and
+/// every line of the table is equally long (all columns right-aligned).
+fn assert_aligned(text: &str, row_prefix: &str, columns: usize) {
+    let lines = table(text, row_prefix);
+    let headers: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| l.starts_with(' '))
+        .collect();
+    let rows: Vec<&str> = lines
+        .iter()
+        .copied()
+        .filter(|l| !l.starts_with(' '))
+        .collect();
+    assert!(!headers.is_empty() && !rows.is_empty(), "{lines:#?}");
+    // End column of each name in the bottom header row (names have no spaces).
+    let ends = |l: &str| -> Vec<usize> {
+        let b = l.as_bytes();
+        (0..b.len())
+            .filter(|&i| b[i] != b' ' && (i + 1 == b.len() || b[i + 1] == b' '))
+            .map(|i| i + 1)
+            .collect()
+    };
+    let cols = ends(headers[headers.len() - 1]);
+    assert_eq!(cols.len(), columns, "{lines:#?}");
+    for h in &headers {
+        for e in ends(h) {
+            assert!(cols.contains(&e), "header `{h}` ends off a column {cols:?}");
+        }
+    }
+    for r in &rows {
+        let b = r.as_bytes();
+        for &e in &cols {
+            assert!(
+                e <= b.len() && b[e - 1] != b' ' && (e == b.len() || b[e] == b' '),
+                "row does not end a value at column {e}:\n{}\n{r}",
+                headers.join("\n")
+            );
+        }
+    }
+    for l in &lines {
+        assert_eq!(
+            l.len(),
+            lines[0].len(),
+            "ragged table:\n{}",
+            lines.join("\n")
+        );
+    }
+}
+
+#[test]
+fn text_stays_aligned_with_long_run_names() {
+    // Names as `reclaimlab sim --sweep` makes them; the second also splits
+    // into two header rows at `-rc1-`, and is longer than the first.
+    let names = [
+        "v5.16-rc1,throttle.noprogress.timeout_us=4000",
+        "5.15.0-rc1-mm-reclaimcongest-v4r2,throttle.noprogress.timeout_us=500000",
+    ];
+    let runs: Vec<_> = [fx("base"), fx("new")]
+        .iter()
+        .zip(names)
+        .map(|(d, n)| {
+            let mut r = load_run(d).unwrap();
+            r.meta.name = n.to_string();
+            r
+        })
+        .collect();
+    let t = render_text(&build_report(&runs, Options::default()));
+    assert_aligned(&t, "Min ", 2);
+    assert_eq!(
+        table(&t, "Min ").len(),
+        2 + 9 * 2,
+        "2 header rows, then 9 statistics × mmap-4, mmap-6"
+    );
+    assert_aligned(&t, "Duration ", 2);
+    assert_aligned(&t, "Ops ", 2);
+    // Latency: the value keeps its `%12.4f` decimals and the % part its shape.
+    assert!(
+        t.lines()
+            .any(|l| l.starts_with("Amean     mmap-6") && l.ends_with("     5.5000 *  50.00%*")),
+        "{t}"
+    );
+    // The scope list lines up its second column too.
+    let scope: Vec<usize> = t
+        .lines()
+        .filter(|l| names.iter().any(|n| l.starts_with(&format!("  {n} "))))
+        .map(|l| l.find("global").unwrap())
+        .collect();
+    assert_eq!(scope.len(), 2, "{t}");
+    assert_eq!(scope[0], scope[1], "{t}");
+}
+
 #[test]
 fn ci_significance_rule() {
     let r = report_from_dirs(

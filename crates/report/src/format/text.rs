@@ -10,6 +10,16 @@
 //! (mmtests forces `hideCompare` for monitors) and print `%12.2f` (Duration)
 //! and `%15.2f` with row names padded to 28 (Ops), as the 2021 letters show. Stall
 //! histograms use the `sort | uniq -c | sort -n` shape of the 2021 letters.
+//!
+//! One departure, for long run names (`reclaimlab sim --sweep` makes names of
+//! 45+ characters): mmtests prints an overlong name in full and lets it stick
+//! out past its fixed-width column, so headers and values drift apart. Here a
+//! run's column is as wide as the table's field or as its longer header row
+//! plus a separating space, whichever is wider, and its values are
+//! right-aligned to that width (the latency value field takes the extra, the
+//! ` (%7.2f%%)` part stays). Names are never cut. When every header row fits
+//! in its field (at most 11 characters for Duration, 14 for Ops, 22 for
+//! latency) the output is byte for byte the fixed-width layout above.
 
 use std::fmt::Write as _;
 
@@ -72,7 +82,28 @@ fn num(x: f64, width: usize, prec: usize) -> String {
     }
 }
 
-fn header(out: &mut String, first_width: usize, col_width: usize, names: &[&str]) {
+/// Display width of a header cell (what `{:>w$}` pads by).
+fn chars(s: &str) -> usize {
+    s.chars().count()
+}
+
+/// Width of each run's column: the table's fixed field width, widened to
+/// one separating space plus the longer of the run's two header rows when the
+/// name does not fit. With names that fit (at most `field - 1` characters per
+/// row) every column keeps the fixed width, and the output is mmtests' own;
+/// a longer name widens only its column, so its values stay right-aligned
+/// under it instead of drifting left of an overlong header as in mmtests.
+fn column_widths(field: usize, names: &[&str]) -> Vec<usize> {
+    names
+        .iter()
+        .map(|n| {
+            let (a, b) = split_name(n);
+            field.max(1 + chars(&a).max(chars(&b)))
+        })
+        .collect()
+}
+
+fn header(out: &mut String, first_width: usize, widths: &[usize], names: &[&str]) {
     let split: Vec<(String, String)> = names.iter().map(|n| split_name(n)).collect();
     let first_row_empty = split.iter().all(|(a, _)| a.is_empty());
     for row in 0..2 {
@@ -80,11 +111,11 @@ fn header(out: &mut String, first_width: usize, col_width: usize, names: &[&str]
             continue;
         }
         let mut line = format!("{:>first_width$}", "");
-        for (a, b) in &split {
+        for ((a, b), width) in split.iter().zip(widths) {
             let cell = if row == 0 { a } else { b };
-            // A separating space, then right-aligned: an overlong name
-            // still stands apart from its neighbour, as in the letters.
-            let _ = write!(line, " {cell:>w$}", w = col_width.saturating_sub(1));
+            // A separating space, then right-aligned to the column's end
+            // (`column_widths` leaves room for the space).
+            let _ = write!(line, " {cell:>w$}", w = width - 1);
         }
         out.push_str(line.trim_end());
         out.push('\n');
@@ -117,16 +148,18 @@ fn latency_table(out: &mut String, report: &Report) {
     let stat_w = STATS.iter().map(|s| s.len()).max().unwrap_or(0);
     let op_w = ops.iter().map(|s| s.len()).max().unwrap_or(0);
     let names: Vec<&str> = report.runs.iter().map(|r| r.name.as_str()).collect();
-    header(out, stat_w + 1 + op_w, FIELD + COMPARE + 4, &names);
+    // A column is the value then ` (%7.2f%%)`; widening goes to the value.
+    let widths = column_widths(FIELD + COMPARE + 4, &names);
+    header(out, stat_w + 1 + op_w, &widths, &names);
     for (si, stat) in STATS.iter().enumerate() {
         for op in ops {
             let mut line = format!("{stat:<stat_w$} {op:<op_w$}");
-            for (ri, run) in report.runs.iter().enumerate() {
+            for (ri, (run, &width)) in report.runs.iter().zip(&widths).enumerate() {
                 let Some(l) = run.latency.get(op) else {
-                    let _ = write!(line, "{:>w$}", "", w = FIELD + COMPARE + 4);
+                    let _ = write!(line, "{:>width$}", "");
                     continue;
                 };
-                line.push_str(&num(stat_value(l, si), FIELD, 4));
+                line.push_str(&num(stat_value(l, si), width - (COMPARE + 4), 4));
                 let (pct, sig) = match (&l.vs_baseline, ri) {
                     (Some(v), _) => {
                         let p = [
@@ -166,11 +199,12 @@ fn plain_table(
         .max()
         .unwrap_or(0)
         .max(min_name);
-    header(out, prefix.len() + 1 + op_w, width, names);
+    let widths = column_widths(width, names);
+    header(out, prefix.len() + 1 + op_w, &widths, names);
     for (l, vals) in rows {
         let mut line = format!("{prefix} {l:<op_w$}");
-        for v in vals {
-            line.push_str(&num(*v, width, 2));
+        for (v, &w) in vals.iter().zip(&widths) {
+            line.push_str(&num(*v, w, 2));
         }
         out.push_str(&line);
         out.push('\n');
@@ -221,13 +255,25 @@ fn scope_lines(out: &mut String, report: &Report) {
     out.push_str(
         "Reclaim scope (which reclaim each run exercised, and which counters show its scanning):\n",
     );
+    // Names padded to the longest (at least 24) so the scope column lines up.
+    let name_w = report
+        .runs
+        .iter()
+        .map(|r| chars(&r.name))
+        .max()
+        .unwrap_or(0)
+        .max(24);
     for r in &report.runs {
         let counters = if r.scan_counters == "lru" {
             "pgscan_anon/pgscan_file, pgsteal_anon/pgsteal_file (Memcg rows)"
         } else {
             "pgscan_direct/pgscan_kswapd, pgsteal_direct/pgsteal_kswapd"
         };
-        let _ = writeln!(out, "  {:<24} {:<9} {}", r.name, r.reclaim_scope, counters);
+        let _ = writeln!(
+            out,
+            "  {:<name_w$} {:<9} {}",
+            r.name, r.reclaim_scope, counters
+        );
     }
 }
 
@@ -272,9 +318,25 @@ fn stall_section(out: &mut String, run: &RunReport) {
         }
     }
     out.push('\n');
+    // Text columns at least as wide as today's layout, wider if a trace
+    // carries a longer event, task class or reason, so the numbers stay put.
+    fn reason(r: &str) -> &str {
+        if r.is_empty() {
+            "-"
+        } else {
+            r
+        }
+    }
+    let sum = &run.stall_summary;
+    let ev_w = sum.iter().map(|s| chars(&s.event)).fold(28, usize::max);
+    let who_w = sum.iter().map(|s| chars(&s.who)).fold(6, usize::max);
+    let why_w = sum
+        .iter()
+        .map(|s| chars(reason(&s.reason)))
+        .fold(27, usize::max);
     let _ = writeln!(
         out,
-        "{:<28} {:<6} {:<27} {:>9} {:>11} {:>11} {:>13} {:>11}",
+        "{:<ev_w$} {:<who_w$} {:<why_w$} {:>9} {:>11} {:>11} {:>13} {:>11}",
         "Event",
         "Who",
         "Reason",
@@ -284,13 +346,13 @@ fn stall_section(out: &mut String, run: &RunReport) {
         "MeanDelay-us",
         "P99Delay-us"
     );
-    for s in &run.stall_summary {
+    for s in sum {
         let _ = writeln!(
             out,
-            "{:<28} {:<6} {:<27} {:>9} {:>11.2} {:>11.2} {:>13.1} {:>11}",
+            "{:<ev_w$} {:<who_w$} {:<why_w$} {:>9} {:>11.2} {:>11.2} {:>13.1} {:>11}",
             s.event,
             s.who,
-            if s.reason.is_empty() { "-" } else { &s.reason },
+            reason(&s.reason),
             s.count,
             s.not_delayed_pct,
             s.hit_timeout_pct,
@@ -413,13 +475,22 @@ mod tests {
             "Amean     mmap-4      31.4003 (   0.00%)    176.8729 (-463.28%)",
             "Amean     mmap-7      38.1641 (   0.00%)    605.8866 (-1487.58%)",
             "Amean     mmap-48   8106.8160 (   0.00%)   1463.7815 (  81.94%)",
-            "Duration User        6989.03     2368.70",
-            "Duration Elapsed     2277.67     2131.77",
-            "                                     5.15.0-rc1     5.15.0-rc1",
+            // The letter's Duration and Ops tables overflow: its 22-character
+            // "mm-reclaimcongest-v4r2" header sticks out past the 12/15-wide
+            // value columns (`Duration User        6989.03     2368.70`,
+            // `                                        vanilla mm-reclaimcongest-v4r2`
+            // over `Ops Direct pages scanned          1056608451.00    76886196.00`).
+            // Here that column widens to the name, so values end under it;
+            // the first column, whose name fits, is the letter's.
+            "                  5.15.0-rc1             5.15.0-rc1",
+            "                     vanilla mm-reclaimcongest-v4r2",
+            "Duration User        6989.03                2368.70",
+            "Duration Elapsed     2277.67                2131.77",
+            "                                     5.15.0-rc1             5.15.0-rc1",
             "                                        vanilla mm-reclaimcongest-v4r2",
-            "Ops Direct pages scanned          1056608451.00    76886196.00",
-            "Ops Kswapd pages scanned           109795048.00    82179688.00",
-            "Ops Percentage direct scans               90.59          48.34",
+            "Ops Direct pages scanned          1056608451.00            76886196.00",
+            "Ops Kswapd pages scanned           109795048.00            82179688.00",
+            "Ops Percentage direct scans               90.59                  48.34",
         ];
         for line in expect {
             assert!(
