@@ -431,3 +431,76 @@ fn swap_readahead_reads_the_neighbours_of_a_major_fault() {
     );
     assert_eq!(one.delta("pswpin"), one.delta("pgmajfault"));
 }
+
+/// Seed phenomenon §1 ("Remove dependency on congestion_wait in mm/"),
+/// emerging from the mechanisms on the README's dirty-pressure example with
+/// file-only reclaim: under 5.15 direct reclaim does nearly all the scanning
+/// at very low efficiency, `congestion_wait` always times out and
+/// `wait_iff_congested` never sleeps; under the series as posted
+/// (5.16-rc1) direct scanning and system CPU fall by most of their size,
+/// kswapd throttles only for WRITEBACK and mostly wakes early, and direct
+/// reclaimers throttle mostly for WRITEBACK and NOPROGRESS.
+#[test]
+fn seed_phenomenon_1_emerges_under_dirty_file_pressure() {
+    let m = machine(include_str!("../../../examples/machines/slow-disk.toml"));
+    let spec = include_str!("../../../examples/workloads/dirty-pressure.toml")
+        .replace("duration_s = 60", "duration_s = 30");
+    let (old, old_s) = sim(&m, "v5.15", &spec, 1, FILE_ONLY);
+    let (new, new_s) = sim(&m, "v5.16-rc1", &spec, 1, FILE_ONLY);
+    let direct = |c: &Collect| c.delta("pgscan_direct");
+    let kswapd = |c: &Collect| c.delta("pgscan_kswapd");
+    // v5.15: direct reclaim hammers the LRU.
+    assert!(
+        direct(&old) > 4 * kswapd(&old),
+        "5.15: direct should do most scanning"
+    );
+    assert!(
+        old.delta("pgsteal_direct") * 20 < direct(&old),
+        "5.15: direct efficiency should be under 5 %"
+    );
+    for (_, f) in old.events("writeback_congestion_wait") {
+        assert!(
+            field(&f, "usec_delayed") >= field(&f, "usec_timeout"),
+            "{f}"
+        );
+    }
+    let wic = old.events("writeback_wait_iff_congested");
+    assert!(!wic.is_empty() && wic.iter().all(|(_, f)| field(f, "usec_delayed") == 0));
+    // v5.16-rc1: the useless scanning disappears.
+    assert!(
+        direct(&new) * 5 < direct(&old),
+        "direct scanning should drop by far"
+    );
+    assert!(
+        new_s.system_s * 2.0 < old_s.system_s,
+        "system CPU should drop by most of its size"
+    );
+    let share = |c: &Collect| kswapd(c) as f64 / (kswapd(c) + direct(c)) as f64;
+    assert!(
+        share(&new) > share(&old),
+        "kswapd's share of scanning should rise"
+    );
+    let t = new.events("mm_vmscan_throttled");
+    let ks: Vec<_> = t.iter().filter(|(c, _)| c.starts_with("kswapd")).collect();
+    assert!(!ks.is_empty() && ks.iter().all(|(_, f)| f.ends_with("WRITEBACK")));
+    let early = ks
+        .iter()
+        .filter(|(_, f)| field(f, "usect_delayed") < field(f, "usec_timeout"))
+        .count();
+    assert!(early * 2 > ks.len(), "most kswapd stalls should end early");
+    let reason = |r: &str| {
+        t.iter()
+            .filter(|(c, f)| !c.starts_with("kswapd") && f.ends_with(r))
+            .count()
+    };
+    let (wb, np, iso) = (
+        reason("WRITEBACK"),
+        reason("NOPROGRESS"),
+        reason("ISOLATED"),
+    );
+    assert!(
+        wb > 0 && np > 0,
+        "direct reclaimers throttle for WRITEBACK and NOPROGRESS"
+    );
+    assert!(wb + np > iso, "ISOLATED should be the rarer reason");
+}
