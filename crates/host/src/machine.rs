@@ -241,7 +241,8 @@ pub struct HostFacts {
     pub device: Option<BlockDev>,
 }
 
-fn numa_nodes() -> u32 {
+/// NUMA nodes of this host (`/sys/devices/system/node/nodeN`), at least 1.
+pub(crate) fn numa_nodes() -> u32 {
     fs::read_dir("/sys/devices/system/node")
         .map(|rd| {
             rd.filter_map(|e| e.ok())

@@ -222,21 +222,6 @@ fn device_of(dir: &Path, write_mb_s: f64) -> Option<Device> {
     })
 }
 
-fn numa_nodes() -> u32 {
-    fs::read_dir("/sys/devices/system/node")
-        .map(|rd| {
-            rd.filter_map(|e| e.ok())
-                .filter(|e| {
-                    let n = e.file_name();
-                    let n = n.to_string_lossy();
-                    n.starts_with("node") && n[4..].parse::<u32>().is_ok()
-                })
-                .count() as u32
-        })
-        .unwrap_or(1)
-        .max(1)
-}
-
 /// Waits for a child with `wait4`, returning its user and system CPU seconds.
 fn reap(pid: u32) -> Option<(f64, f64)> {
     let mut status = 0;
@@ -778,7 +763,7 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
     meta.machine = Machine {
         name: "host".into(),
         cpus,
-        nodes: numa_nodes(),
+        nodes: crate::machine::numa_nodes(),
         memory_bytes: memory,
         hz,
         swap_bytes: swap_total,
