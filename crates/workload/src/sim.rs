@@ -291,7 +291,12 @@ pub fn run(
         let k = w.k();
         for task in &k.tasks {
             let kthread = task.kind != TaskKind::User;
-            let (u, s) = (task.user_ns as f64 / NS, task.sys_ns as f64 / NS);
+            // CPU work charged but not yet paid for when the step ended
+            // counts too: it was done, only its CPU slot was still pending.
+            let (u, s) = (
+                (task.user_ns + task.cpu_debt_user) as f64 / NS,
+                (task.sys_ns + task.cpu_debt_sys) as f64 / NS,
+            );
             if !kthread {
                 summary.user_s += u;
                 summary.system_s += s;
