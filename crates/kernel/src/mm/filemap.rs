@@ -250,15 +250,24 @@ pub async fn file_write(w: &World, f: u32, index: u32, n: u32) -> FileOp {
     FileOp::Ok
 }
 
-/// `folio_wait_locked`: a page still being read by someone else. Waits by
-/// polling its lock at tick granularity (no per-page wait queues).
+/// `folio_wait_locked`: waits until a page still being read by someone
+/// else is unlocked (its read completes and wakes the node's page queue).
 async fn wait_on_page_locked(w: &World, pfn: Pfn) {
-    while w.k().frames.get(pfn).test(pg::LOCKED) {
-        let t = {
-            let k = w.k();
-            k.exec.now() + k.params.tick_ns()
+    loop {
+        let nid = {
+            let mut k = w.k();
+            if !k.frames.get(pfn).test(pg::LOCKED) {
+                return;
+            }
+            let nid = k.frames.get(pfn).nid as usize;
+            let k = &mut *k;
+            k.exec.prepare_to_wait(&mut k.nodes[nid].page_wait);
+            nid
         };
-        w.sleep_until(t).await;
+        w.block(None).await;
+        let mut k = w.k();
+        let k = &mut *k;
+        k.exec.finish_wait(&mut k.nodes[nid].page_wait);
     }
 }
 

@@ -104,6 +104,9 @@ pub struct Pgdat {
     pub kswapd_wait: WaitQueue,
     /// `pfmemalloc_wait`.
     pub pfmemalloc_wait: WaitQueue,
+    /// Waiters for a page lock of this node (the kernel's hashed
+    /// `folio_wait_table`, one queue per node here).
+    pub page_wait: WaitQueue,
     /// kswapd's task.
     pub kswapd: Option<TaskId>,
     /// True while kswapd is in `balance_pgdat` (not sleeping).
