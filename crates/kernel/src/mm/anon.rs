@@ -178,6 +178,21 @@ impl Kernel {
     }
 }
 
+/// Sets the young bits of pages `[from, to)`.
+fn set_young_range(young: &mut [u64], from: usize, to: usize) {
+    let mut i = from;
+    while i < to {
+        let (w, b) = (i / 64, i % 64);
+        let n = (64 - b).min(to - i);
+        young[w] |= if n == 64 {
+            u64::MAX
+        } else {
+            ((1u64 << n) - 1) << b
+        };
+        i += n;
+    }
+}
+
 /// A write (or read) of one word in every page of `range` of mapping `id`,
 /// as a worker's loop does. Resident pages cost `cost.touch_page_ns` each and
 /// set young bits a word at a time; missing pages fault.
@@ -195,6 +210,11 @@ pub async fn touch_anon(w: &World, id: u32, start: u32, end: u32, write: bool) -
             }
             let mut j = i;
             let mut found = None;
+            if m.resident == m.pte.len() as u64 {
+                // Every page is resident: no pte needs looking at.
+                set_young_range(&mut m.young, i as usize, end as usize);
+                j = end;
+            }
             while j < end {
                 let e = m.pte.get(j as usize);
                 if e & PTE_SWAP != 0 || e == PTE_NONE {
@@ -437,4 +457,21 @@ async fn do_swap_page(w: &World, id: u32, index: u32, slot: u32, write: bool) ->
         k.frames.get_mut(pfn).set(pg::DIRTY);
     }
     Access::Ok
+}
+
+#[cfg(test)]
+mod tests {
+    use super::set_young_range;
+
+    #[test]
+    fn young_range_sets_exactly_the_range() {
+        let mut y = vec![0u64; 3];
+        set_young_range(&mut y, 62, 130);
+        assert_eq!(y[0], 0b11 << 62);
+        assert_eq!(y[1], u64::MAX);
+        assert_eq!(y[2], 0b11);
+        let mut z = vec![0u64; 1];
+        set_young_range(&mut z, 3, 3);
+        assert_eq!(z[0], 0);
+    }
 }
