@@ -77,6 +77,13 @@ fn main() {
             21,
             40,
         ),
+        (
+            "testbox-2021/stutterp-64/v5.16",
+            "testbox-2021",
+            "v5.16",
+            64,
+            40,
+        ),
     ];
     println!("| scenario | kernel | sim s | wall s | sim s / wall s | page events | Mevents / wall s | peak RSS MiB | machine pages x 64 B MiB |");
     println!("|---|---|---|---|---|---|---|---|---|");
