@@ -32,7 +32,7 @@ pub fn stutterp_job_file(params: &StutterpParams, plan: &StepPlan, runtime_s: u6
          readwrite=randwrite\n",
         bs = params.writer_bs,
         w = plan.split.writers,
-        f = plan.wss_per_writer_mib,
+        f = params.writer_file_mib(plan),
     );
     if plan.split.readers > 0 {
         s.push_str(
@@ -48,11 +48,12 @@ pub fn stutterp_job_file(params: &StutterpParams, plan: &StepPlan, runtime_s: u6
     s
 }
 
-/// Disk space the step's fio files take: W jobs × W files × WSS_PER_WRITER, plus
-/// the reader's 32 × 100 MiB.
-pub fn stutterp_disk_bytes(plan: &StepPlan) -> u64 {
+/// Disk space the step's fio files take: W jobs × W files of the writer file
+/// size (`WSS_PER_WRITER`, or less with `stutterp.file_set=intent`), plus the
+/// reader's 32 × 100 MiB.
+pub fn stutterp_disk_bytes(params: &StutterpParams, plan: &StepPlan) -> u64 {
     let w = u64::from(plan.split.writers);
-    let mut b = (w * w * plan.wss_per_writer_mib) << 20;
+    let mut b = (w * w * params.writer_file_mib(plan)) << 20;
     if plan.split.readers > 0 {
         b += (32 * 100) << 20;
     }
@@ -87,7 +88,7 @@ mod tests {
              invalidate=1\ntime_based\nramp_time=5\nlog_avg_msec=10\ngroup_reporting=1\n\n\
              [writer]\nnrfiles=1\nnumjobs=1\nfilesize=245m\nreadwrite=randwrite\n"
         );
-        assert_eq!(stutterp_disk_bytes(&plan), 245 << 20);
+        assert_eq!(stutterp_disk_bytes(&p, &plan), 245 << 20);
     }
 
     #[test]
@@ -106,6 +107,20 @@ mod tests {
             "\n[reader]\nnew_group\nfilesize=100m\nnrfiles=32\nnumjobs=1\n\
              file_service_type=random:16\nreadwrite=randread\n"
         ));
-        assert_eq!(stutterp_disk_bytes(&plan), (9 * 327 + 3200) << 20);
+        assert_eq!(stutterp_disk_bytes(&p, &plan), (9 * 327 + 3200) << 20);
+    }
+
+    #[test]
+    fn intent_file_set_divides_the_files() {
+        let mut p = StutterpParams::default();
+        p.set("stutterp.file_set", "intent").unwrap();
+        let s = sizing(4 << 30, 20).unwrap();
+        let plan = p.step(&s, 8).unwrap();
+        let text = stutterp_job_file(&p, &plan, 100);
+        assert!(
+            text.contains("nrfiles=3\nnumjobs=3\nfilesize=109m\n"),
+            "{text}"
+        );
+        assert_eq!(stutterp_disk_bytes(&p, &plan), (9 * 109) << 20);
     }
 }

@@ -95,7 +95,7 @@ pub fn stutterp_steps(
                     plan.split.readers
                 ),
                 fio: Some(FioJob::Stutterp(params.clone(), *plan)),
-                disk_bytes: fio::stutterp_disk_bytes(plan),
+                disk_bytes: fio::stutterp_disk_bytes(params, plan),
                 early: Vec::new(),
                 late,
             }

@@ -348,10 +348,7 @@ pub fn stutterp_steps(
         let mut writer = WorkerSpec::new(K::FileWriter);
         writer.count = w;
         writer.files = w;
-        writer.file_mib = match p.file_set {
-            crate::stutterp::FileSet::Fio => plan.wss_per_writer_mib,
-            crate::stutterp::FileSet::Intent => (plan.wss_per_writer_mib / u64::from(w)).max(1),
-        };
+        writer.file_mib = p.writer_file_mib(&plan);
         writer.block_kib = (p.writer_bs / 1024).min(writer.file_mib * 1024).max(4);
         let mut hog = WorkerSpec::new(K::AnonHog);
         hog.count = plan.split.hogs;

@@ -401,6 +401,16 @@ impl StutterpParams {
         })
     }
 
+    /// The size of each writer file in MiB (fio's `filesize`): `WSS_PER_WRITER`
+    /// as fio ran mmtests' job file, or `WSS_PER_WRITER / W` for the letters'
+    /// intent (`stutterp.file_set`).
+    pub fn writer_file_mib(&self, plan: &StepPlan) -> u64 {
+        match self.file_set {
+            FileSet::Fio => plan.wss_per_writer_mib,
+            FileSet::Intent => (plan.wss_per_writer_mib / u64::from(plan.split.writers)).max(1),
+        }
+    }
+
     /// The writer-only warmup in seconds, given the calibration write's elapsed time.
     ///
     /// mmtests: `ELASPED = int(secs) + 1`, `WARMUP = ELASPED + 5`, for a 5120 MiB
