@@ -741,7 +741,8 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
                     "interrupted during calibration; the host is cleaned up",
                 ));
             }
-            write_mb_s = params.calibrate_mib as f64 / secs.max(1e-3);
+            // MiB written per second, in MB/s (10^6 bytes) as the field says.
+            write_mb_s = params.calibrate_mib as f64 * 1.048_576 / secs.max(1e-3);
             let w = params.warmup_from_calibration(secs);
             notes.push(format!(
                 "calibration: {} MiB in {secs:.1} s ({write_mb_s:.0} MB/s), warmup {w} s",
