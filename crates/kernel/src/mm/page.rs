@@ -99,21 +99,43 @@ pub struct Frames {
     pub pages: Vec<Page>,
 }
 
+thread_local! {
+    /// The frame table of this thread's last simulated machine, kept for the
+    /// next one (see [`Frames::new`]).
+    static SPARE_TABLE: std::cell::RefCell<Option<Vec<Page>>> = const { std::cell::RefCell::new(None) };
+}
+
+impl Drop for Frames {
+    fn drop(&mut self) {
+        let pages = std::mem::take(&mut self.pages);
+        // A thread being torn down may have dropped its slot already.
+        let _ = SPARE_TABLE.try_with(|s| *s.borrow_mut() = Some(pages));
+    }
+}
+
 impl Frames {
     /// `n` free frames; `nid_of(pfn)` gives each frame's node.
+    ///
+    /// The table of the machine a thread simulated last is reused when it is
+    /// large enough: every entry is written again, so nothing carries over,
+    /// but the host does not have to fault in hundreds of MiB per step.
     pub fn new(n: usize, nid_of: impl Fn(usize) -> u16) -> Frames {
-        let pages = (0..n)
-            .map(|i| Page {
-                flags: pg::BUDDY,
-                prev: NO_PFN,
-                next: NO_PFN,
-                owner: 0,
-                index: 0,
-                swap: 0,
-                memcg: 0,
-                nid: nid_of(i),
-            })
-            .collect();
+        let mut pages = SPARE_TABLE
+            .with(|s| s.borrow_mut().take())
+            .filter(|v: &Vec<Page>| v.capacity() >= n)
+            .unwrap_or_default();
+        pages.clear();
+        pages.reserve_exact(n);
+        pages.extend((0..n).map(|i| Page {
+            flags: pg::BUDDY,
+            prev: NO_PFN,
+            next: NO_PFN,
+            owner: 0,
+            index: 0,
+            swap: 0,
+            memcg: 0,
+            nid: nid_of(i),
+        }));
         Frames { pages }
     }
     /// The frame `pfn`.
