@@ -54,7 +54,8 @@ impl Kernel {
         let first = self.current().nid as usize;
         let n = self.nodes.len();
         for i in 0..n {
-            let nid = (first + i) % n;
+            // (first + i) % n without a division on every allocation.
+            let nid = if first + i >= n { first + i - n } else { first + i };
             let node = &mut self.nodes[nid];
             let ok = match mark {
                 Some(m) => node.watermark_ok(m),
