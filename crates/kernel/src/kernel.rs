@@ -49,6 +49,9 @@ pub struct Task {
     pub runq_ns: u64,
     /// CFS virtual runtime, ns (CPU time used, placed forward on wake-up).
     pub vruntime: u64,
+    /// Has been placed on the run queue before (a new task is placed with
+    /// `START_DEBIT`, not a sleeper's credit).
+    pub placed: bool,
     /// Anonymous mappings it owns.
     pub mappings: Vec<u32>,
     /// `fatal_signal_pending()` after an OOM kill.
@@ -215,6 +218,7 @@ impl Kernel {
             sys_ns: 0,
             runq_ns: 0,
             vruntime: 0,
+            placed: false,
             mappings: Vec::new(),
             killed: false,
             oom_victim: false,

@@ -10,7 +10,8 @@
 //! `vruntime` grows with the CPU time it uses, and a task that comes back
 //! after sleeping is placed at no less than `min_vruntime` minus half the
 //! scheduling latency (`place_entity` with `GENTLE_FAIR_SLEEPERS`;
-//! `sysctl_sched_latency` 6 ms scaled by 1 + log2(CPUs), CPUs capped at 8). So
+//! `sysctl_sched_latency` 6 ms scaled by 1 + log2(CPUs), CPUs capped at 8),
+//! and a new task one slice after `min_vruntime` (`START_DEBIT`). So
 //! a kswapd or flusher that slept runs before the hogs that have been burning
 //! CPU, as on a real machine. Simplifications: one run queue for all CPUs (no
 //! per-CPU queues, load balancing or migration cost); all tasks at nice 0; a
@@ -96,12 +97,17 @@ impl Kernel {
     fn take_cpu(&mut self, waking: bool) -> bool {
         let t = self.exec.current();
         if waking {
-            let floor = self
-                .cpus
-                .min_vruntime
-                .saturating_sub(self.cpus.sleeper_credit_ns);
+            let min = self.cpus.min_vruntime;
+            let credit = self.cpus.sleeper_credit_ns;
+            let slice = self.params.slice_us * 1000;
             let task = &mut self.tasks[t as usize];
-            task.vruntime = task.vruntime.max(floor);
+            task.vruntime = if task.placed {
+                task.vruntime.max(min.saturating_sub(credit))
+            } else {
+                // A new task starts one slice behind (START_DEBIT).
+                task.placed = true;
+                min + slice
+            };
         }
         if let Some(c) = self.cpus.holder.iter().position(|h| h.is_none()) {
             self.cpus.holder[c] = Some(t);
