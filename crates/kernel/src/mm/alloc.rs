@@ -55,7 +55,11 @@ impl Kernel {
         let n = self.nodes.len();
         for i in 0..n {
             // (first + i) % n without a division on every allocation.
-            let nid = if first + i >= n { first + i - n } else { first + i };
+            let nid = if first + i >= n {
+                first + i - n
+            } else {
+                first + i
+            };
             let node = &mut self.nodes[nid];
             let ok = match mark {
                 Some(m) => node.watermark_ok(m),
