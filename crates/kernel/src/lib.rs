@@ -89,6 +89,15 @@ impl SimConfig {
     }
 }
 
+/// One step of xorshift64 (Marsaglia 2003): the workers' and readers' own
+/// deterministic random offsets.
+pub fn xorshift(mut x: u64) -> u64 {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    x
+}
+
 /// Boots the kernel: kswapd per node, a flusher and an interrupt task per
 /// device. Workloads then add user tasks with [`Kernel::new_task`] and
 /// [`World::spawn`].

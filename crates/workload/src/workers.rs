@@ -11,7 +11,7 @@ use reclaimlab_kernel::mm::filemap::{
     file_read, file_write, touch_file_mapped, touch_file_mapped_random, FileOp,
 };
 use reclaimlab_kernel::sched::pay_cpu;
-use reclaimlab_kernel::World;
+use reclaimlab_kernel::{xorshift, World};
 
 use crate::spec::Pattern;
 
@@ -157,12 +157,4 @@ pub async fn mmap_file_reader(
         .borrow_mut()
         .push(("elapsed", now, (now - start) as f64 / 1000.0));
     done.set(done.get() + 1);
-}
-
-/// xorshift64
-pub fn xorshift(mut x: u64) -> u64 {
-    x ^= x << 13;
-    x ^= x >> 7;
-    x ^= x << 17;
-    x
 }

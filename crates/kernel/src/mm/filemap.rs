@@ -318,7 +318,7 @@ pub async fn file_read(w: &World, f: u32, index: u32, n: u32) -> FileOp {
 /// `n` reads of one byte at random pages of the shared mapping of file `f`
 /// (`MADV_RANDOM`, the 2010 mapped-file-stream reader). Runs of hits on
 /// mapped pages are handled in one step (young bit, CPU charge); each miss
-/// faults as in [`touch_file_mapped`]. `rng` is a xorshift64 state.
+/// faults as in [`touch_file_mapped`]. `rng` is a [`crate::xorshift`] state.
 pub async fn touch_file_mapped_random(w: &World, f: u32, n: u64, rng: &mut u64) -> FileOp {
     let mut left = n;
     while left > 0 {
@@ -331,9 +331,7 @@ pub async fn touch_file_mapped_random(w: &World, f: u32, n: u64, rng: &mut u64) 
             let mut hits = 0u64;
             let mut miss = None;
             while left > 0 {
-                *rng ^= *rng << 13;
-                *rng ^= *rng >> 7;
-                *rng ^= *rng << 17;
+                *rng = crate::xorshift(*rng);
                 let j = (*rng % size) as u32;
                 left -= 1;
                 let (wi, b) = ((j / 64) as usize, j % 64);
