@@ -164,9 +164,6 @@ impl Kernel {
                 idx = 0;
                 continue;
             };
-            if wrapped && n >= start {
-                break;
-            }
             idx = n;
             let e = self.files[f as usize].cache.get(idx as usize);
             if e & crate::mm::swap::SHADOW == 0 && e != crate::mm::swap::SLOT_EMPTY {
@@ -189,15 +186,9 @@ impl Kernel {
                     written += 1;
                 }
             }
+            // At the end of the file `next_dirty` finds nothing and the
+            // walk wraps above (which also ends the request run).
             idx += 1;
-            if idx >= size {
-                if wrapped {
-                    break;
-                }
-                wrapped = true;
-                idx = 0;
-                // A wrap ends the request run.
-            }
         }
         let file = &mut self.files[f as usize];
         file.writeback_index = idx;
