@@ -143,30 +143,20 @@ impl Kernel {
                     file.nr_dirty
                 ));
             }
-            for (wi, &word) in file.dirty_tag.iter().enumerate() {
-                let mut bits = word;
-                while bits != 0 {
-                    let i = wi * 64 + bits.trailing_zeros() as usize;
-                    bits &= bits - 1;
-                    let e = file.cache.get(i);
-                    if e == SLOT_EMPTY || e & SHADOW != 0 || !self.frames.get(e).test(pg::DIRTY) {
-                        return Err(format!(
-                            "file {f} page {i} is tagged dirty but is not a dirty cached page"
-                        ));
-                    }
+            for i in set_bits(&file.dirty_tag) {
+                let e = file.cache.get(i);
+                if e == SLOT_EMPTY || e & SHADOW != 0 || !self.frames.get(e).test(pg::DIRTY) {
+                    return Err(format!(
+                        "file {f} page {i} is tagged dirty but is not a dirty cached page"
+                    ));
                 }
             }
-            for (wi, &word) in file.mapped.iter().enumerate() {
-                let mut bits = word;
-                while bits != 0 {
-                    let i = wi * 64 + bits.trailing_zeros() as usize;
-                    bits &= bits - 1;
-                    let e = file.cache.get(i);
-                    if e == SLOT_EMPTY || e & SHADOW != 0 {
-                        return Err(format!(
-                            "file {f} page {i} is mapped but not in the page cache"
-                        ));
-                    }
+            for i in set_bits(&file.mapped) {
+                let e = file.cache.get(i);
+                if e == SLOT_EMPTY || e & SHADOW != 0 {
+                    return Err(format!(
+                        "file {f} page {i} is mapped but not in the page cache"
+                    ));
                 }
             }
         }
@@ -197,5 +187,30 @@ impl Kernel {
         }
         let _ = free;
         Ok(())
+    }
+}
+
+/// The indices of the set bits of a bitmap stored as 64-bit words.
+fn set_bits(words: &[u64]) -> impl Iterator<Item = usize> + '_ {
+    words.iter().enumerate().flat_map(|(wi, &word)| {
+        let mut bits = word;
+        std::iter::from_fn(move || {
+            (bits != 0).then(|| {
+                let i = wi * 64 + bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                i
+            })
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::set_bits;
+
+    #[test]
+    fn set_bits_lists_each_set_bit_in_order() {
+        let v: Vec<usize> = set_bits(&[0b101, 0, 1 << 63]).collect();
+        assert_eq!(v, vec![0, 2, 191]);
     }
 }
