@@ -105,21 +105,24 @@ fn start_workers(
     nr: &mut u32,
 ) {
     let data_dev = w.k().machine.data_dev();
-    // Readers of a shared mapping share one set of files; others get their own.
-    let map_files = |w: &Rc<reclaimlab_kernel::World>| -> Vec<u32> {
-        let file_pages = (spec.file_mib * 256) as u32;
+    let file_pages = (spec.file_mib * 256) as u32;
+    // The worker's files on the data device, mapped for mmap readers.
+    let new_files = || -> Vec<u32> {
         (0..spec.files)
             .map(|_| {
                 let mut k = w.k();
                 let f = k.create_file(data_dev, file_pages);
                 k.files[f as usize].sparse = spec.sparse;
-                k.mmap_file(f);
+                if spec.kind == WorkerKind::MmapFileReader {
+                    k.mmap_file(f);
+                }
                 f
             })
             .collect()
     };
+    // Readers of a shared mapping share one set of files; others get their own.
     let shared: Vec<u32> = if spec.kind == WorkerKind::MmapFileReader && spec.shared {
-        map_files(w)
+        new_files()
     } else {
         Vec::new()
     };
@@ -140,15 +143,7 @@ fn start_workers(
                 w.spawn(t, workers::anon_hog(w.clone(), pages));
             }
             WorkerKind::FileWriter | WorkerKind::FileReader => {
-                let file_pages = (spec.file_mib * 256) as u32;
-                let files: Vec<u32> = (0..spec.files)
-                    .map(|_| {
-                        let mut k = w.k();
-                        let f = k.create_file(data_dev, file_pages);
-                        k.files[f as usize].sparse = spec.sparse;
-                        f
-                    })
-                    .collect();
+                let files = new_files();
                 let block = (spec.block_kib / 4) as u32;
                 if spec.kind == WorkerKind::FileWriter {
                     w.spawn(
@@ -176,11 +171,10 @@ fn start_workers(
                 );
             }
             WorkerKind::MmapFileReader => {
-                let file_pages = (spec.file_mib * 256) as u32;
                 let files = if spec.shared {
                     shared.clone()
                 } else {
-                    map_files(w)
+                    new_files()
                 };
                 w.spawn(
                     t,
