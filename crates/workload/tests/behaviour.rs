@@ -504,3 +504,18 @@ fn seed_phenomenon_1_emerges_under_dirty_file_pressure() {
     );
     assert!(wb + np > iso, "ISOLATED should be the rarer reason");
 }
+
+/// A buffered read of a sparse file's hole (`filemap_read` →
+/// `->read_folio` on a hole) zero-fills the page-cache page without a
+/// device read, as the mapped reader's faults do; reclaim still has to
+/// evict the clean pages behind the reader.
+#[test]
+fn sparse_file_reads_need_no_device_io() {
+    let spec = "name='holes'\nduration_s=3\n[[worker]]\nkind='file-reader'\nfiles=1\nfile_mib=256\nblock_kib=1024\nsparse=true\n";
+    let (c, _) = sim(&machine(TINY), "v5.16", spec, 1, &[]);
+    assert_eq!(c.delta("pgpgin"), 0, "a hole is never read from the device");
+    assert!(
+        c.delta("pgsteal_kswapd") + c.delta("pgsteal_direct") > 0,
+        "the reader's clean pages must be reclaimed"
+    );
+}

@@ -201,6 +201,25 @@ impl Kernel {
         self.account_page(pfn, true, -1);
     }
 
+    /// Puts a newly allocated `pfn` in the page cache as page `index` of
+    /// `f` after a miss. A hole of a sparse file is zero-filled on the spot;
+    /// any other page is added locked and the device read to submit for it
+    /// (device, position) is returned, for [`read_page`].
+    fn page_cache_miss(&mut self, f: u32, index: u32, pfn: Pfn) -> Option<(usize, u64)> {
+        if self.files[f as usize].sparse {
+            let z = self.params.cost_zero_ns;
+            self.charge_sys(z);
+            self.add_to_page_cache_lru(f, index, pfn, pg::UPTODATE);
+            return None;
+        }
+        self.add_to_page_cache_lru(f, index, pfn, pg::LOCKED);
+        self.count(Ev::Pgpgin, 4);
+        let c = self.params.cost_io_submit_ns;
+        self.charge_sys(c);
+        let file = &self.files[f as usize];
+        Some((file.dev, file.pos + u64::from(index)))
+    }
+
     /// The cached page at `index` of file `f`, if resident.
     pub fn find_get_page(&self, f: u32, index: u32) -> Option<Pfn> {
         let e = self.files[f as usize].cache.get(index as usize);
@@ -271,6 +290,15 @@ async fn wait_on_page_locked(w: &World, pfn: Pfn) {
     }
 }
 
+/// Reads `pfn` from the device if [`Kernel::page_cache_miss`] asked for it,
+/// waiting for the I/O (`filemap_read_folio`).
+async fn read_page(w: &World, pfn: Pfn, io: Option<(usize, u64)>) {
+    if let Some((dev, pos)) = io {
+        crate::sched::pay_cpu(w).await;
+        submit_bio(w, dev, ReqKind::FileRead, vec![pfn], pos, true).await;
+    }
+}
+
 /// Buffered `pread()` of pages `[index, index+n)` of file `f`.
 pub async fn file_read(w: &World, f: u32, index: u32, n: u32) -> FileOp {
     for i in index..index + n {
@@ -284,21 +312,15 @@ pub async fn file_read(w: &World, f: u32, index: u32, n: u32) -> FileOp {
                 let Some(pfn) = alloc_page(w, Gfp::HIGHUSER_MOVABLE).await else {
                     return FileOp::Killed;
                 };
-                let (dev, pos) = {
+                let io = {
                     let mut k = w.k();
                     if k.find_get_page(f, i).is_some() {
                         k.free_page(pfn);
                         continue;
                     }
-                    k.add_to_page_cache_lru(f, i, pfn, pg::LOCKED);
-                    k.count(Ev::Pgpgin, 4);
-                    let c = k.params.cost_io_submit_ns;
-                    k.charge_sys(c);
-                    let file = &k.files[f as usize];
-                    (file.dev, file.pos + u64::from(i))
+                    k.page_cache_miss(f, i, pfn)
                 };
-                crate::sched::pay_cpu(w).await;
-                submit_bio(w, dev, ReqKind::FileRead, vec![pfn], pos, true).await;
+                read_page(w, pfn, io).await;
                 pfn
             }
         };
@@ -420,24 +442,9 @@ async fn filemap_fault(w: &World, f: u32, index: u32) -> FileOp {
                     return map_file_page(&mut k, f, index, p);
                 }
                 k.count(Ev::Pgmajfault, 1);
-                if k.files[f as usize].sparse {
-                    let z = k.params.cost_zero_ns;
-                    k.charge_sys(z);
-                    k.add_to_page_cache_lru(f, index, pfn, pg::UPTODATE);
-                    None
-                } else {
-                    k.add_to_page_cache_lru(f, index, pfn, pg::LOCKED);
-                    k.count(Ev::Pgpgin, 4);
-                    let c = k.params.cost_io_submit_ns;
-                    k.charge_sys(c);
-                    let file = &k.files[f as usize];
-                    Some((file.dev, file.pos + u64::from(index)))
-                }
+                k.page_cache_miss(f, index, pfn)
             };
-            if let Some((dev, pos)) = io {
-                crate::sched::pay_cpu(w).await;
-                submit_bio(w, dev, ReqKind::FileRead, vec![pfn], pos, true).await;
-            }
+            read_page(w, pfn, io).await;
             pfn
         }
     };
