@@ -17,6 +17,7 @@ mod cmd_report;
 mod cmd_run;
 mod cmd_sim;
 mod machine_arg;
+mod sim_params;
 
 /// A laboratory for Linux memory-reclaim stalls.
 #[derive(Parser, Debug)]

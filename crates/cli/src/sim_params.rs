@@ -1,0 +1,254 @@
+//! `--set` and `--sweep` for `reclaimlab sim`: parameter names and values
+//! (kernel parameters and `stutterp.*`), the sweep grid, and the labels and
+//! directory names of its runs. Everything here runs before any simulation.
+
+use anyhow::{anyhow, bail};
+use reclaimlab_kernel::params::{closest, Params};
+use reclaimlab_kernel::profile::KernelProfile;
+use reclaimlab_workload::stutterp::StutterpParams;
+
+/// Every name `--set` and `--sweep` accept: kernel parameters, then stutterp's.
+pub(crate) fn param_names() -> Vec<&'static str> {
+    let mut names: Vec<&str> = Params::NAMES.to_vec();
+    names.extend(StutterpParams::list().iter().map(|x| x.0));
+    names
+}
+
+pub(crate) fn is_param(name: &str) -> bool {
+    Params::NAMES.contains(&name) || StutterpParams::is_param(name)
+}
+
+/// The error for an unknown parameter `name` in `flag arg`, with the closest name.
+pub(crate) fn unknown_param(flag: &str, arg: &str, name: &str) -> anyhow::Error {
+    let hint = closest(name, &param_names())
+        .map(|c| format!(" (did you mean `{c}`?)"))
+        .unwrap_or_default();
+    anyhow!(
+        "{flag} {arg}: unknown parameter `{name}`{hint}; `reclaimlab list params` shows them all"
+    )
+}
+
+/// Sets a known parameter: kernel parameters in `params`, `stutterp.*` in
+/// `sp`. The error says what is accepted.
+pub(crate) fn set_param(
+    name: &str,
+    value: &str,
+    params: &mut Params,
+    sp: &mut StutterpParams,
+) -> Result<(), String> {
+    if name.starts_with("stutterp.") {
+        sp.set(name, value).map_err(|e| e.to_string())
+    } else {
+        params.set(name, value).map_err(|e| e.to_string())
+    }
+}
+
+/// Splits `--set` values into kernel parameters and workload parameters.
+pub(crate) fn apply_sets(
+    sets: &[String],
+    params: &mut Params,
+    sp: &mut StutterpParams,
+) -> anyhow::Result<()> {
+    for s in sets {
+        let Some((k, v)) = s.split_once('=') else {
+            bail!("--set {s}: expected NAME=VALUE, e.g. --set vm.dirty_ratio=30");
+        };
+        let (k, v) = (k.trim(), v.trim());
+        if !is_param(k) {
+            return Err(unknown_param("--set", s, k));
+        }
+        set_param(k, v, params, sp).map_err(|e| anyhow!("--set {s}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// One `--sweep NAME=V1,V2,...`: the parameter and its values, each in the
+/// form the run record stores (`4e3` becomes `4000`).
+#[derive(Debug, PartialEq)]
+pub(crate) struct Sweep {
+    pub(crate) name: String,
+    pub(crate) values: Vec<String>,
+}
+
+/// Parses and checks every `--sweep` against every profile, before anything runs.
+pub(crate) fn parse_sweeps(
+    sweeps: &[String],
+    sets: &[String],
+    profiles: &[&'static KernelProfile],
+    stutterp: bool,
+) -> anyhow::Result<Vec<Sweep>> {
+    let set_names: Vec<&str> = sets
+        .iter()
+        .filter_map(|s| s.split_once('='))
+        .map(|(k, _)| k.trim())
+        .collect();
+    let mut out: Vec<Sweep> = Vec::new();
+    for s in sweeps {
+        let usage =
+            "expected NAME=V1,V2,..., e.g. --sweep throttle.noprogress.timeout_us=1000,4000,500000";
+        let Some((name, list)) = s.split_once('=') else {
+            bail!("--sweep {s}: {usage}");
+        };
+        let name = name.trim();
+        if name.is_empty() {
+            bail!("--sweep {s}: no parameter name; {usage}");
+        }
+        if !is_param(name) {
+            return Err(unknown_param("--sweep", s, name));
+        }
+        if set_names.contains(&name) {
+            bail!("--sweep {s}: `{name}` is also given with --set; a parameter is either set to one value or swept over several, not both (drop the --set, or the --sweep)");
+        }
+        if out.iter().any(|w| w.name == name) {
+            bail!("--sweep {s}: `{name}` is swept twice; give all its values in one --sweep {name}=V1,V2,...");
+        }
+        if name.starts_with("stutterp.") && !stutterp {
+            bail!("--sweep {s}: stutterp.* parameters apply only to the stutterp workload, not to a workload spec file");
+        }
+        let sep = if list.contains(';') { ';' } else { ',' };
+        let mut values: Vec<String> = Vec::new();
+        for v in list.split(sep).map(str::trim) {
+            if v.is_empty() {
+                bail!("--sweep {s}: an empty value; {usage} (values separated by `,`, or by `;` when a value holds commas, as stutterp.workers=4,8;16)");
+            }
+            // Check the value under every profile, and keep it as recorded.
+            let mut canonical = String::new();
+            for p in profiles {
+                let (mut params, mut sp) = (Params::defaults(p), StutterpParams::default());
+                set_param(name, v, &mut params, &mut sp)
+                    .map_err(|e| anyhow!("--sweep {s}: {e}"))?;
+                canonical = if name.starts_with("stutterp.") {
+                    sp.get(name).unwrap_or_default()
+                } else {
+                    params
+                        .to_pairs()
+                        .into_iter()
+                        .find(|(k, _)| *k == name)
+                        .map(|(_, v)| v)
+                        .unwrap_or_default()
+                };
+            }
+            if values.contains(&canonical) {
+                let same = if canonical == v {
+                    String::new()
+                } else {
+                    format!(" (as {canonical})")
+                };
+                bail!("--sweep {s}: the value `{v}` is given twice{same}; each value runs once");
+            }
+            values.push(canonical);
+        }
+        out.push(Sweep {
+            name: name.to_string(),
+            values,
+        });
+    }
+    Ok(out)
+}
+
+/// The points of the grid, the first sweep outermost: every combination of
+/// one value per sweep, as `(name, value)` in `--sweep` order. One empty
+/// point without sweeps.
+pub(crate) fn sweep_points(sweeps: &[Sweep]) -> Vec<Vec<(&str, &str)>> {
+    let mut points: Vec<Vec<(&str, &str)>> = vec![Vec::new()];
+    for sw in sweeps {
+        points = points
+            .iter()
+            .flat_map(|p| {
+                sw.values.iter().map(move |v| {
+                    let mut q = p.clone();
+                    q.push((sw.name.as_str(), v.as_str()));
+                    q
+                })
+            })
+            .collect();
+    }
+    points
+}
+
+/// A run's label: the profile, then `,NAME=VALUE` per sweep.
+pub(crate) fn run_label(kernel: &str, point: &[(&str, &str)]) -> String {
+    let mut s = kernel.to_string();
+    for (k, v) in point {
+        s.push_str(&format!(",{k}={v}"));
+    }
+    s
+}
+
+/// The record directory name for a label: the label itself with anything
+/// but `A-Za-z0-9._-+=,` replaced by `_`; a label too long for a file name
+/// becomes `KERNEL,point-N` (N = the sweep point's 1-based index).
+pub(crate) fn dir_name(label: &str, kernel: &str, point_index: usize) -> String {
+    let safe: String = label
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._-+=,".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    if safe.len() <= 200 {
+        safe
+    } else {
+        format!("{kernel},point-{}", point_index + 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use reclaimlab_kernel::profile::profile;
+
+    fn sweeps(args: &[&str], stutterp: bool) -> anyhow::Result<Vec<Sweep>> {
+        let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let profiles = [profile("v5.15").unwrap(), profile("v5.16").unwrap()];
+        parse_sweeps(&args, &[], &profiles, stutterp)
+    }
+
+    #[test]
+    fn the_grid_is_the_cartesian_product_first_sweep_outermost() {
+        let s = sweeps(
+            &["vm.dirty_ratio=10, 40", "vm.swappiness=0,60,1.2e2"],
+            false,
+        )
+        .unwrap();
+        assert_eq!(s[1].values, ["0", "60", "120"], "values as recorded");
+        let labels: Vec<String> = sweep_points(&s)
+            .iter()
+            .map(|p| run_label("v5.16", p))
+            .collect();
+        assert_eq!(
+            labels,
+            [
+                "v5.16,vm.dirty_ratio=10,vm.swappiness=0",
+                "v5.16,vm.dirty_ratio=10,vm.swappiness=60",
+                "v5.16,vm.dirty_ratio=10,vm.swappiness=120",
+                "v5.16,vm.dirty_ratio=40,vm.swappiness=0",
+                "v5.16,vm.dirty_ratio=40,vm.swappiness=60",
+                "v5.16,vm.dirty_ratio=40,vm.swappiness=120",
+            ]
+        );
+        assert_eq!(sweep_points(&[]), vec![Vec::<(&str, &str)>::new()]);
+    }
+
+    #[test]
+    fn list_values_split_on_semicolons() {
+        let s = sweeps(&["stutterp.workers=4, 8;16"], true).unwrap();
+        assert_eq!(s[0].values, ["4,8", "16"]);
+        let s = sweeps(&["stutterp.file_set=fio,intent"], true).unwrap();
+        assert_eq!(s[0].values, ["fio", "intent"]);
+    }
+
+    #[test]
+    fn directory_names_are_safe_and_bounded() {
+        assert_eq!(
+            dir_name("v5.16,throttle.noprogress.timeout_us=4000", "v5.16", 0),
+            "v5.16,throttle.noprogress.timeout_us=4000"
+        );
+        assert_eq!(dir_name("v5.16,a=x/y z", "v5.16", 0), "v5.16,a=x_y_z");
+        let long = format!("v5.16,stutterp.workers={}", vec!["4096"; 60].join(","));
+        assert_eq!(dir_name(&long, "v5.16", 2), "v5.16,point-3");
+    }
+}
