@@ -27,6 +27,27 @@ impl Layer {
     }
 }
 
+/// blk-mq I/O scheduler of a device (`/sys/block/DEV/queue/scheduler`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scheduler {
+    /// No scheduler: requests go to the device in submission order.
+    None,
+    /// mq-deadline: reads before writes, writes not starved more than
+    /// `writes_starved` read batches (block/mq-deadline.c).
+    MqDeadline,
+}
+
+impl Scheduler {
+    /// Name as written in machine files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scheduler::None => "none",
+            Scheduler::MqDeadline => "mq-deadline",
+        }
+    }
+}
+
 /// One block device.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -49,6 +70,33 @@ pub struct DeviceSpec {
     /// Requests in flight the device serves at once (transfer is shared).
     #[serde(default = "default_qd")]
     pub queue_depth: u32,
+    /// blk-mq I/O scheduler. Unset: the kernel's default
+    /// (`elevator_get_default`, 5.15): `none` for multi-queue devices
+    /// (here: names starting `nvme`), `mq-deadline` otherwise. The
+    /// single-queue layer always serves requests in submission order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler: Option<Scheduler>,
+    /// Largest request, KiB (`/sys/block/DEV/queue/max_sectors_kb`; the
+    /// kernel's default is `BLK_DEF_MAX_SECTORS` = 2560 sectors = 1280 KiB):
+    /// writeback and swap-out requests are split at this size.
+    #[serde(default = "default_max_sectors_kb")]
+    pub max_sectors_kb: u32,
+}
+
+fn default_max_sectors_kb() -> u32 {
+    1280
+}
+
+impl DeviceSpec {
+    /// The scheduler in effect (see [`DeviceSpec::scheduler`]).
+    pub fn effective_scheduler(&self) -> Scheduler {
+        match (self.layer, self.scheduler) {
+            (Layer::SingleQueue, _) => Scheduler::None,
+            (_, Some(s)) => s,
+            (_, None) if self.name.starts_with("nvme") => Scheduler::None,
+            (_, None) => Scheduler::MqDeadline,
+        }
+    }
 }
 
 fn default_layer() -> Layer {
@@ -126,6 +174,8 @@ fn dev(name: &str, w: f64, r: f64, lat: f64, seek: f64, qd: u32) -> DeviceSpec {
         latency_us: lat,
         seek_us: seek,
         queue_depth: qd,
+        scheduler: None,
+        max_sectors_kb: default_max_sectors_kb(),
     }
 }
 
@@ -148,8 +198,9 @@ pub fn builtin_machines() -> Vec<Machine> {
         // write all memory to disk (~130 s) and the CPU time per byte of I/O
         // stay those of the 2021 machines, which is what decides whether
         // dirty and writeback pages reach the LRU tail; the small machine's
-        // fast disk empties its memory in about a second. The queue depth is
-        // divided too, so that queueing delays stay those of the whole disk.
+        // fast disk empties its memory in about a second. The request size
+        // is divided too, so that per-request times, queueing delays and the
+        // share of memory under writeback stay those of the whole disk.
         Machine {
             name: "slice-2021".into(),
             description: "testbox-2021 divided by 16: 2 CPUs, 4 GiB, 2 GiB swap, a 31 MB/s share of its SATA SSD (same seconds-to-write-memory)".into(),
@@ -157,9 +208,14 @@ pub fn builtin_machines() -> Vec<Machine> {
             nodes: 1,
             memory_mib: 4 * 1024,
             swap_mib: 2 * 1024,
-            // Queue depth 2: a sixteenth of the SSD's 32 NCQ slots, so that a
-            // read queued behind writes waits as long as on the whole disk.
-            devices: vec![dev("sda", 31.0, 33.0, 80.0, 20.0, 2)],
+            // 80 KiB requests, a sixteenth of the SSD's 1280 KiB, and its 32
+            // NCQ slots: a request takes as long as on the whole disk, a read
+            // waits behind as many writes, and the pages under writeback are
+            // a sixteenth of the whole machine's.
+            devices: vec![DeviceSpec {
+                max_sectors_kb: 1280 / 16,
+                ..dev("sda", 31.0, 33.0, 80.0, 20.0, 32)
+            }],
             data_device: None,
             swap_device: None,
         },

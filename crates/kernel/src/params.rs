@@ -132,6 +132,8 @@ params! {
     too_many_isolated_sleep_us: u64 = |_| 100_000, "congestion_wait.too_many_isolated_msleep_us", 0, 10_000_000, "the msleep(100) in 5.15 shrink_inactive_list when too many pages are isolated";
     max_reclaim_retries: u64 = |_| 16, "reclaim.max_retries", 1, 1000, "MAX_RECLAIM_RETRIES: no-progress loops before OOM; kswapd_failures limit";
     nr_requests: u64 = |_| 128, "block.nr_requests", 4, 100000, "request slots per direction of the single-queue layer (BLKDEV_MAX_RQ); blk-mq uses 2 x the device queue_depth";
+    dd_fifo_batch: u64 = |_| 16, "block.mq_deadline.fifo_batch", 1, 1024, "mq-deadline: requests of one direction dispatched as a batch (block/mq-deadline.c fifo_batch)";
+    dd_writes_starved: u64 = |_| 2, "block.mq_deadline.writes_starved", 0, 1024, "mq-deadline: read batches that may pass waiting writes before a write batch (writes_starved)";
     slice_us: u64 = |_| 3_000, "sched.slice_us", 100, 1_000_000, "CPU time slice before a runnable task yields to a waiting one";
     cost_scan_ns: u64 = |_| 150, "cost.scan_page_ns", 0, 1_000_000, "system CPU per page scanned by reclaim (isolate + reference check)";
     cost_reclaim_ns: u64 = |_| 800, "cost.reclaim_page_ns", 0, 1_000_000, "system CPU per page reclaimed (unmap, remove from mapping, free)";

@@ -25,8 +25,6 @@ use crate::Kernel;
 
 /// `MAX_WRITEBACK_PAGES`: pages written per inode per round.
 pub const MAX_WRITEBACK_PAGES: u64 = 1024;
-/// Largest request the flusher builds (512 KiB, a common `max_sectors_kb`).
-const MAX_REQUEST_PAGES: usize = 128;
 
 /// A device's writeback state (`bdi_writeback`).
 #[derive(Debug, Default)]
@@ -174,10 +172,10 @@ impl Kernel {
                     self.frames.get_mut(e).set(pg::WRITEBACK);
                     self.nodes[nid].mod_state(NodeStat::NrWriteback, 1);
                     let pos = self.files[f as usize].pos + u64::from(idx);
+                    let max = self.devs[d].max_request_pages;
                     match reqs.last_mut() {
                         Some((pages, p0))
-                            if *p0 + pages.len() as u64 == pos
-                                && pages.len() < MAX_REQUEST_PAGES =>
+                            if *p0 + pages.len() as u64 == pos && pages.len() < max =>
                         {
                             pages.push(e)
                         }

@@ -190,7 +190,12 @@ fn v515_congestion_wait_always_times_out_on_blk_mq() {
 /// wakes `congestion_wait`/`wait_iff_congested` sleepers before their timeout.
 #[test]
 fn v515_single_queue_wakes_sleepers_early() {
-    let sq = SLOW_BLKMQ.replace("name='sda'", "name='sda'\nlayer='single-queue'");
+    // A disk of the single-queue era: 512 KiB requests (BLK_DEF_MAX_SECTORS
+    // was 1024 sectors until d2be537c3ba3, 2015).
+    let sq = SLOW_BLKMQ.replace(
+        "name='sda'",
+        "name='sda'\nlayer='single-queue'\nmax_sectors_kb=512",
+    );
     let (c, _) = sim(
         &machine(&sq),
         "v5.15",

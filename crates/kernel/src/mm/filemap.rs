@@ -1,12 +1,13 @@
-//! Files and the page cache: buffered `write()` (dirtying, `mark_page_accessed`,
-//! `balance_dirty_pages_ratelimited`) and `read()` (hits, misses that read from
-//! the device), and removal of clean pages by reclaim (leaving a shadow entry).
+//! Files and the page cache: buffered `write()` (dirtying,
+//! `balance_dirty_pages_ratelimited`; no access marking, as since 4.7) and
+//! `read()` (hits with `mark_page_accessed`, misses that read from the
+//! device), shared file mappings, and removal of clean pages by reclaim
+//! (leaving a shadow entry).
 //!
 //! Follows `generic_perform_write` and `filemap_read` (mm/filemap.c, 5.15).
 //! Simplifications: no readahead (the workloads read randomly, where the
 //! kernel's readahead switches itself off), whole-page writes need no read
-//! (`write_begin` skips it for full pages), no stable-page waits, no mmap of
-//! files yet.
+//! (`write_begin` skips it for full pages), no stable-page waits.
 
 use super::alloc::{alloc_page, Gfp};
 use super::page::{pg, Pfn};
@@ -260,8 +261,11 @@ pub async fn file_write(w: &World, f: u32, index: u32, n: u32) -> FileOp {
             let mut k = w.k();
             let c = k.params.cost_copy_ns;
             k.charge_sys(c);
+            // No mark_page_accessed: since 4.7 ("mm: filemap: only do access
+            // activations on reads", grab_cache_page_write_begin without
+            // FGP_ACCESSED) a buffered write never activates a page; only a
+            // workingset refault can bring a written page back active.
             k.set_page_dirty(pfn);
-            k.mark_page_accessed(pfn);
         }
         crate::writeback::balance_dirty_pages_ratelimited(w).await;
         maybe_pay_cpu(w).await;

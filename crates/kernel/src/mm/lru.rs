@@ -98,9 +98,10 @@ impl Kernel {
     }
 
     /// `workingset_refault`: counts the refault and decides whether the page
-    /// comes back active: refault distance within the active lists'
-    /// `workingset_size` (5.15: active file, plus active anon if swap is
-    /// usable; anon refaults also count inactive file).
+    /// comes back active: refault distance within `workingset_size`
+    /// (mm/workingset.c 5.15: active file; anon refaults add inactive file;
+    /// if swap is usable, active anon, and file refaults add inactive anon
+    /// too — cache may challenge all of anon).
     ///
     /// Returns the flags the page comes back with: none, `PG_active`, or
     /// `PG_active | PG_workingset` when it was in the workingset before
@@ -123,19 +124,21 @@ impl Kernel {
         let swap_ok = self.swap.nr_free > 0;
         let lv = &self.nodes[nid].lruvecs[memcg];
         let mut workingset = lv.size(Lru::ActiveFile);
-        if file {
-            if swap_ok {
-                workingset += lv.size(Lru::ActiveAnon);
-            }
-        } else {
+        if !file {
             workingset += lv.size(Lru::InactiveFile);
-            if swap_ok {
-                workingset += lv.size(Lru::ActiveAnon);
+        }
+        if swap_ok {
+            workingset += lv.size(Lru::ActiveAnon);
+            if file {
+                workingset += lv.size(Lru::InactiveAnon);
             }
         }
         if distance > workingset {
             return 0;
         }
+        // SetPageActive + workingset_age_nonresident: the activation ages
+        // the clock like any other.
+        self.nodes[nid].lruvecs[memcg].nonresident_age += 1;
         self.count(
             if file {
                 Ev::WorkingsetActivateFile

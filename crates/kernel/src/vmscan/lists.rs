@@ -102,6 +102,12 @@ impl Kernel {
             self.free_page(pfn);
             return;
         }
+        // move_pages_to_lru (5.15): a page put back active ages the
+        // non-resident clock (workingset_age_nonresident).
+        if p.test(pg::ACTIVE) {
+            let (nid, memcg) = (p.nid as usize, p.memcg as usize);
+            self.nodes[nid].lruvecs[memcg].nonresident_age += 1;
+        }
         self.lru_add(pfn);
     }
 
@@ -138,7 +144,7 @@ impl Kernel {
         let referenced_ptes = if anon {
             self.anon_referenced(pfn).unwrap_or(0)
         } else {
-            0
+            self.file_referenced(pfn)
         };
         let p = self.frames.get_mut(pfn);
         let referenced_page = p.test(pg::REFERENCED);
@@ -357,9 +363,10 @@ async fn submit_pageouts(w: &World, mut writes: Vec<PendingWrite>) {
     let mut i = 0;
     while i < writes.len() {
         let (d, kind, pos, _) = writes[i];
+        let max = w.k().devs[d].max_request_pages;
         let mut j = i + 1;
         while j < writes.len()
-            && j - i < 128
+            && j - i < max
             && writes[j].0 == d
             && writes[j].1 == kind
             && writes[j].2 == pos + (j - i) as u64
