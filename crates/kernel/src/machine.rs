@@ -81,6 +81,13 @@ pub struct DeviceSpec {
     /// writeback and swap-out requests are split at this size.
     #[serde(default = "default_max_sectors_kb")]
     pub max_sectors_kb: u32,
+    /// blk-wbt's target read latency, µs (`/sys/block/DEV/queue/wbt_lat_usec`;
+    /// 0 turns writeback throttling off). Unset: the kernel's default
+    /// (`wbt_default_latency_nsec`): 75000 for a rotating disk (here:
+    /// `seek_us` of 1 ms or more), 2000 otherwise; the single-queue layer
+    /// has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wbt_lat_usec: Option<u64>,
 }
 
 fn default_max_sectors_kb() -> u32 {
@@ -95,6 +102,16 @@ impl DeviceSpec {
             (_, Some(s)) => s,
             (_, None) if self.name.starts_with("nvme") => Scheduler::None,
             (_, None) => Scheduler::MqDeadline,
+        }
+    }
+
+    /// blk-wbt's target latency in effect, µs (see [`DeviceSpec::wbt_lat_usec`]).
+    pub fn effective_wbt_lat_usec(&self) -> u64 {
+        match (self.layer, self.wbt_lat_usec) {
+            (Layer::SingleQueue, _) => 0,
+            (_, Some(v)) => v,
+            (_, None) if self.seek_us >= 1000.0 => 75_000,
+            (_, None) => 2_000,
         }
     }
 }
@@ -176,6 +193,7 @@ fn dev(name: &str, w: f64, r: f64, lat: f64, seek: f64, qd: u32) -> DeviceSpec {
         queue_depth: qd,
         scheduler: None,
         max_sectors_kb: default_max_sectors_kb(),
+        wbt_lat_usec: None,
     }
 }
 

@@ -41,6 +41,9 @@ pub struct Bdi {
     pub last_old_flush: u64,
     /// Dirtiers seen by `balance_dirty_pages` recently: (task, time).
     pub dirtiers: Vec<(TaskId, u64)>,
+    /// `wb->dirty_sleep`: when a dirtier last paused (blk-wbt's
+    /// `wb_recent_wait` looks at it).
+    pub dirty_sleep: Option<u64>,
 }
 
 impl Kernel {
@@ -376,8 +379,13 @@ async fn balance_dirty_pages(w: &World) {
             (pause_j * k.params.tick_ns(), task_ratelimit >= 1.0)
         };
         let (p, done) = pause_ns;
-        // io_schedule_timeout(pause) in TASK_KILLABLE.
+        // io_schedule_timeout(pause) in TASK_KILLABLE, then wb->dirty_sleep = now.
         let deadline = w.k().exec.now() + p;
+        {
+            let mut k = w.k();
+            let d = k.machine.data_dev();
+            k.bdis[d].dirty_sleep = Some(deadline);
+        }
         w.sleep_until(deadline).await;
         if done || w.k().current().killed {
             return;

@@ -27,7 +27,11 @@
 //! which wakes `congestion_wait` sleepers) when they drop below
 //! `nr_requests - nr_requests/8 - nr_requests/16 - 1`. blk-mq never does either.
 
+pub mod wbt;
+
 use std::collections::VecDeque;
+
+use wbt::{RqWait, Wbt};
 
 use crate::engine::{TaskId, WaitQueue, World};
 use crate::machine::{DeviceSpec, Layer, Scheduler};
@@ -75,6 +79,12 @@ pub struct Request {
     pub done_at: u64,
     /// Task waiting for it, with its block sequence.
     pub waiter: Option<(TaskId, u32)>,
+    /// Per-device sequence number.
+    pub id: u64,
+    /// When it went to the device (`io_start_time_ns`).
+    pub started: u64,
+    /// The blk-wbt queue it holds a slot of, if it is a tracked write.
+    pub wbt: Option<RqWait>,
 }
 
 /// A block device and its request queue.
@@ -137,6 +147,10 @@ pub struct BlockDev {
     pub dd_tunables: (u64, u64),
     /// Largest request, in pages (`max_sectors_kb` / 4).
     pub max_request_pages: usize,
+    /// Writeback throttling.
+    pub wbt: Wbt,
+    /// Next request id.
+    pub next_id: u64,
 }
 
 impl BlockDev {
@@ -178,6 +192,8 @@ impl BlockDev {
             dd_starved: 0,
             dd_tunables: (p.dd_fifo_batch, p.dd_writes_starved),
             max_request_pages: (d.max_sectors_kb / 4).max(1) as usize,
+            wbt: Wbt::new(d.queue_depth, d.effective_wbt_lat_usec() * 1000),
+            next_id: 0,
         }
     }
 }
@@ -249,6 +265,10 @@ impl Kernel {
         let start = dev.busy_until.max(now);
         dev.busy_until = start + service;
         rq.done_at = dev.busy_until + dev.latency_ns;
+        rq.started = now;
+        if rq.kind.dir() == BLK_RW_SYNC && dev.wbt.enabled() {
+            dev.wbt.read_issued(rq.id, now);
+        }
         dev.dispatched += 1;
         dev.completions.push_back(rq);
         if dev.irq_wait.active() {
@@ -296,7 +316,9 @@ impl Kernel {
                 dir
             };
             dev.dd_batching += 1;
-            let rq = dev.pending[dir].pop_front().expect("direction has a request");
+            let rq = dev.pending[dir]
+                .pop_front()
+                .expect("direction has a request");
             self.start_transfer(d, rq);
         }
     }
@@ -331,6 +353,7 @@ impl Kernel {
         if let Some((t, seq)) = rq.waiter {
             self.exec.wake(t, seq, crate::engine::Wake::Woken);
         }
+        self.wbt_done(d, &rq);
         let dev = &mut self.devs[d];
         dev.in_flight[dir] -= 1;
         dev.dispatched -= 1;
@@ -352,11 +375,106 @@ impl Kernel {
     }
 }
 
+impl Kernel {
+    /// blk-wbt's `wb_recent_wait`: a dirtier of this device paused in
+    /// `balance_dirty_pages` within the last second.
+    fn wb_recent_wait(&self, d: usize) -> bool {
+        let hz_ns = self.params.hz * self.params.tick_ns();
+        self.bdis
+            .get(d)
+            .and_then(|b| b.dirty_sleep)
+            .is_some_and(|t| self.exec.now() < t + hz_ns)
+    }
+
+    /// blk-wbt's part of a completion (`wbt_done` and the stat window).
+    fn wbt_done(&mut self, d: usize, rq: &Request) {
+        if !self.devs[d].wbt.enabled() {
+            return;
+        }
+        let now = self.exec.now();
+        let recent = self.wb_recent_wait(d);
+        let wbt = &mut self.devs[d].wbt;
+        wbt.completed(rq.id, rq.kind.dir() == BLK_RW_SYNC, now - rq.started, now);
+        if let Some(q) = rq.wbt {
+            if wbt.rqw_done(q, recent) {
+                let mut wq = std::mem::take(&mut wbt.wait[q as usize]);
+                self.exec.wake_up_all(&mut wq);
+                self.devs[d].wbt.wait[q as usize] = wq;
+            }
+        }
+        self.wbt_timer(d);
+    }
+
+    /// Runs blk-wbt's window timer if its window ended; wakes every
+    /// waiter when the limits grew (`rwb_wake_all`).
+    fn wbt_timer(&mut self, d: usize) {
+        let now = self.exec.now();
+        let recent = self.wb_recent_wait(d);
+        if self.devs[d].wbt.timer(now, recent) {
+            for i in 0..2 {
+                let mut wq = std::mem::take(&mut self.devs[d].wbt.wait[i]);
+                self.exec.wake_up_all(&mut wq);
+                self.devs[d].wbt.wait[i] = wq;
+            }
+        }
+    }
+}
+
+/// `wbt_wait` (`rq_qos_throttle` in `blk_mq_submit_bio`, before a request
+/// is allocated): a write sleeps while its queue's writes in flight are at
+/// the limit; a newcomer queues behind sleepers. Returns the queue whose
+/// slot it holds, or `None` for untracked I/O (reads, wbt off).
+async fn wbt_wait(w: &World, d: usize, kind: ReqKind) -> Option<RqWait> {
+    if kind.dir() != BLK_RW_ASYNC {
+        return None;
+    }
+    let mut first = true;
+    loop {
+        let got = {
+            let mut k = w.k();
+            if !k.devs[d].wbt.enabled() {
+                return None;
+            }
+            k.wbt_timer(d);
+            let kswapd = k.current_is_kswapd();
+            let q = if kswapd { RqWait::Kswapd } else { RqWait::Bg };
+            // Flusher writeback is background writeback (REQ_BACKGROUND).
+            let background = kind == ReqKind::FileWrite;
+            let recent = k.wb_recent_wait(d);
+            let now = k.exec.now();
+            let hz10 = (k.params.hz / 10).max(1) * k.params.tick_ns();
+            let k = &mut *k;
+            let wbt = &mut k.devs[d].wbt;
+            let limit = wbt.get_limit(kswapd, background, recent, now, hz10);
+            let i = q as usize;
+            if (!first || !wbt.wait[i].active()) && wbt.inflight[i] < limit {
+                wbt.inflight[i] += 1;
+                if !first {
+                    k.exec.finish_wait(&mut wbt.wait[i]);
+                }
+                Some(q)
+            } else {
+                if !first {
+                    k.exec.finish_wait(&mut wbt.wait[i]);
+                }
+                k.exec.prepare_to_wait(&mut wbt.wait[i]);
+                None
+            }
+        };
+        if got.is_some() {
+            return got;
+        }
+        first = false;
+        w.block(None).await;
+    }
+}
+
 /// `submit_bio`: waits for a request slot (`get_request` sleeps in
 /// `io_schedule`), then queues the request. If `wait` is true, also waits for
 /// its completion (a read the caller needs).
 pub async fn submit_bio(w: &World, d: usize, kind: ReqKind, pages: Vec<Pfn>, pos: u64, wait: bool) {
     let dir = kind.dir();
+    let wbt = wbt_wait(w, d, kind).await;
     loop {
         let full = {
             let mut k = w.k();
@@ -385,6 +503,8 @@ pub async fn submit_bio(w: &World, d: usize, kind: ReqKind, pages: Vec<Pfn>, pos
         } else {
             None
         };
+        let id = k.devs[d].next_id;
+        k.devs[d].next_id += 1;
         k.queue_request(
             d,
             Request {
@@ -393,6 +513,9 @@ pub async fn submit_bio(w: &World, d: usize, kind: ReqKind, pages: Vec<Pfn>, pos
                 pos,
                 done_at: 0,
                 waiter,
+                id,
+                started: 0,
+                wbt,
             },
         );
     }
