@@ -295,9 +295,11 @@ impl Kernel {
                 dev.dd_last_dir
             } else {
                 let dir = if reads {
+                    // `writes && starved++ >= writes_starved`
                     let starved = writes && {
+                        let before = dev.dd_starved;
                         dev.dd_starved += 1;
-                        dev.dd_starved - 1 >= writes_starved
+                        before >= writes_starved
                     };
                     if starved {
                         dev.dd_starved = 0;

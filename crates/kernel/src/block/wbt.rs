@@ -158,7 +158,7 @@ impl Wbt {
             self.wb_background = 1;
         } else {
             self.wb_normal = self.max_depth.div_ceil(2);
-            self.wb_background = (self.max_depth + 3) / 4;
+            self.wb_background = self.max_depth.div_ceil(4); // (max + 3) / 4
         }
     }
 
