@@ -16,7 +16,7 @@ fn scratch(name: &str) -> PathBuf {
 }
 
 /// `reclaimlab sim stutterp` on the small machine, short steps, one kernel.
-fn sim(out: &Path, seed: u32) {
+fn sim(out: &Path, seed: u32, extra: &[&str]) {
     let o = bin()
         .args([
             "sim",
@@ -28,6 +28,7 @@ fn sim(out: &Path, seed: u32) {
             "--set",
             "stutterp.duration_s=20",
         ])
+        .args(extra)
         .args(["--seed", &seed.to_string()])
         .arg("--out")
         .arg(out)
@@ -60,7 +61,7 @@ fn report(dirs: &[&Path], json: bool) -> Vec<u8> {
 #[test]
 fn same_seed_gives_the_same_report_bytes() {
     let out = scratch("same");
-    sim(&out, 7);
+    sim(&out, 7, &[]);
     let run = out.join("v5.16");
     let first = (
         report(&[&run], false),
@@ -70,7 +71,7 @@ fn same_seed_gives_the_same_report_bytes() {
         std::fs::read(run.join("vmstat.csv")).unwrap(),
     );
     std::fs::remove_dir_all(&out).unwrap();
-    sim(&out, 7);
+    sim(&out, 7, &[]);
     let second = (
         report(&[&run], false),
         report(&[&run], true),
@@ -90,26 +91,27 @@ fn same_seed_gives_the_same_report_bytes() {
 /// p < 0.10 test, about one Amean row in ten may be marked by chance, and
 /// many more would mean the seed changes the system, not the sample.
 ///
-/// Somewhat more than one in ten is expected here, for two measured
-/// reasons: latencies within a run are not independent samples, and at
-/// eight workers the small machine has two basins — after the hogs start,
-/// the file LRU either recovers (~75 K pages) or stays collapsed, where the
-/// dirty limit (a share of free + file pages) stays near zero and holds the
-/// writers back, which keeps it collapsed. Which basin a run falls into
-/// depends on the seed, and the mmap-8 means of the two basins differ by
-/// ~15 %. A seed that changed the workload itself would mark most rows.
+/// Run at four workers only, where the small machine has one steady state.
+/// From five workers up it has two (measured, 8 seeds of 20 s steps): after
+/// the hogs start, the file LRU either recovers (~75 K pages) or stays
+/// collapsed, where the dirty limit (a share of free + file pages) stays
+/// near zero and holds the writers back, which keeps it collapsed. Which
+/// one a run settles in depends on the seed, and the mmap means of the two
+/// differ by 10-15 %, so there two seeds do differ significantly — a
+/// property of the simulated system, said in the README, not of the
+/// statistics this test checks.
 #[test]
 fn two_seeds_of_one_kernel_rarely_show_significance() {
-    let dirs: Vec<PathBuf> = (1..=8)
+    let dirs: Vec<PathBuf> = (1..=12)
         .map(|s| {
             let d = scratch(&format!("seed{s}"));
-            sim(&d, s);
+            sim(&d, s, &["--set", "stutterp.workers=4"]);
             d.join("v5.16")
         })
         .collect();
     let mut rows = 0;
     let mut significant = 0;
-    for pair in [(0, 1), (2, 3), (4, 5), (6, 7)] {
+    for pair in [(0, 1), (2, 3), (4, 5), (6, 7), (8, 9), (10, 11)] {
         let json = report(&[&dirs[pair.0], &dirs[pair.1]], true);
         let v: serde_json::Value = serde_json::from_slice(&json).unwrap();
         let runs = v["runs"].as_array().expect("runs array");
@@ -125,11 +127,11 @@ fn two_seeds_of_one_kernel_rarely_show_significance() {
         }
     }
     assert!(
-        rows >= 12,
-        "expected 3 steps x 4 pairs of Amean comparisons, got {rows}"
+        rows >= 6,
+        "expected 6 pairs of Amean comparisons, got {rows}"
     );
     assert!(
-        significant <= 3,
+        significant <= 1,
         "{significant} of {rows} seed-vs-seed Amean rows significant"
     );
     for d in dirs {

@@ -4,8 +4,9 @@
 //!
 //! Timing: pages are isolated, their fate is decided, the CPU cost of the
 //! batch is paid *while they are still isolated* (so concurrent reclaimers see
-//! `NR_ISOLATED_*` high, which is what `too_many_isolated` measures), then
-//! survivors go back to the LRU, the rest are freed, and writes are submitted.
+//! `NR_ISOLATED_*` high, which is what `too_many_isolated` measures), the
+//! writes are submitted (possibly waiting in the block layer, still
+//! isolated), then survivors go back to the LRU and the rest are freed.
 //! Mappings are updated at decision time (as the page lock would), so a task
 //! faulting meanwhile never finds a page that is about to be freed.
 
@@ -441,6 +442,13 @@ pub(super) async fn shrink_inactive_list(
             + writes.len() as u64 * p.cost_io_submit_ns
     };
     run_on_cpu(w, 0, cost).await;
+    // pageout() submits its bio from inside shrink_page_list, so a
+    // reclaimer that blocks in the block layer (blk-wbt, request tags)
+    // blocks with its whole batch still isolated (5.15 shrink_page_list →
+    // pageout → swap_writepage → submit_bio → rq_qos_throttle).
+    if !writes.is_empty() {
+        submit_pageouts(w, writes).await;
+    }
     {
         let mut k = w.k();
         let mut nr_activate = 0;
@@ -504,9 +512,6 @@ pub(super) async fn shrink_inactive_list(
                 if file { "FILE" } else { "ANON" }
             );
         }
-    }
-    if !writes.is_empty() {
-        submit_pageouts(w, writes).await;
     }
     nr_reclaimed
 }
