@@ -399,40 +399,45 @@ impl Kernel {
         wbt.completed(rq.id, rq.kind.dir() == BLK_RW_SYNC, now - rq.started, now);
         if let Some(q) = rq.wbt {
             if wbt.rqw_done(q, recent) {
-                let mut wq = std::mem::take(&mut wbt.wait[q as usize]);
-                self.exec.wake_up_all(&mut wq);
-                self.devs[d].wbt.wait[q as usize] = wq;
+                self.wbt_wake(d, q);
             }
         }
         self.wbt_timer(d);
     }
 
-    /// Runs blk-wbt's window timer if its window ended; wakes every
-    /// waiter when the limits grew (`rwb_wake_all`).
+    /// Hands free slots of queue `q` to its waiters in order and wakes them.
+    fn wbt_wake(&mut self, d: usize, q: RqWait) {
+        let now = self.exec.now();
+        let recent = self.wb_recent_wait(d);
+        let hz10 = (self.params.hz / 10).max(1) * self.params.tick_ns();
+        for wt in self.devs[d].wbt.hand_out(q, recent, now, hz10) {
+            self.exec.wake(wt.task, wt.seq, crate::engine::Wake::Woken);
+        }
+    }
+
+    /// Runs blk-wbt's window timer if its window ended; hands out slots
+    /// when the limits grew (`rwb_wake_all`).
     fn wbt_timer(&mut self, d: usize) {
         let now = self.exec.now();
         let recent = self.wb_recent_wait(d);
         if self.devs[d].wbt.timer(now, recent) {
-            for i in 0..2 {
-                let mut wq = std::mem::take(&mut self.devs[d].wbt.wait[i]);
-                self.exec.wake_up_all(&mut wq);
-                self.devs[d].wbt.wait[i] = wq;
-            }
+            self.wbt_wake(d, RqWait::Bg);
+            self.wbt_wake(d, RqWait::Kswapd);
         }
     }
 }
 
 /// `wbt_wait` (`rq_qos_throttle` in `blk_mq_submit_bio`, before a request
-/// is allocated): a write sleeps while its queue's writes in flight are at
-/// the limit; a newcomer queues behind sleepers. Returns the queue whose
-/// slot it holds, or `None` for untracked I/O (reads, wbt off).
+/// is allocated): a write takes a slot if nobody is queued ahead and its
+/// queue's writes in flight are below its limit; otherwise it sleeps until a
+/// completion hands it one. Returns the queue whose slot it holds, or `None`
+/// for untracked I/O (reads, wbt off).
 async fn wbt_wait(w: &World, d: usize, kind: ReqKind) -> Option<RqWait> {
     if kind.dir() != BLK_RW_ASYNC {
         return None;
     }
-    let mut first = true;
     loop {
-        let got = {
+        let queued = {
             let mut k = w.k();
             if !k.devs[d].wbt.enabled() {
                 return None;
@@ -445,29 +450,34 @@ async fn wbt_wait(w: &World, d: usize, kind: ReqKind) -> Option<RqWait> {
             let recent = k.wb_recent_wait(d);
             let now = k.exec.now();
             let hz10 = (k.params.hz / 10).max(1) * k.params.tick_ns();
-            let k = &mut *k;
+            let t = k.exec.current();
+            let seq = k.exec.sched[t as usize].wait_seq;
             let wbt = &mut k.devs[d].wbt;
-            let limit = wbt.get_limit(kswapd, background, recent, now, hz10);
             let i = q as usize;
-            if (!first || !wbt.wait[i].active()) && wbt.inflight[i] < limit {
+            let limit = wbt.get_limit(kswapd, background, recent, now, hz10);
+            if wbt.waiters[i].is_empty() && wbt.inflight[i] < limit {
                 wbt.inflight[i] += 1;
-                if !first {
-                    k.exec.finish_wait(&mut wbt.wait[i]);
-                }
-                Some(q)
-            } else {
-                if !first {
-                    k.exec.finish_wait(&mut wbt.wait[i]);
-                }
-                k.exec.prepare_to_wait(&mut wbt.wait[i]);
-                None
+                return Some(q);
             }
+            wbt.waiters[i].push_back(wbt::Waiter {
+                task: t,
+                seq,
+                kswapd,
+                background,
+            });
+            (q, t)
         };
-        if got.is_some() {
-            return got;
-        }
-        first = false;
         w.block(None).await;
+        // Woken by hand_out (the slot is ours), or by something else (a
+        // kill): then leave the queue and try again.
+        let mut k = w.k();
+        let waiters = &mut k.devs[d].wbt.waiters[queued.0 as usize];
+        match waiters.iter().position(|x| x.task == queued.1) {
+            None => return Some(queued.0),
+            Some(pos) => {
+                waiters.remove(pos);
+            }
+        }
     }
 }
 

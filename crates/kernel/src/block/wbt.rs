@@ -18,13 +18,16 @@
 //! `wbt_rqw_done`'s wake rule (with a volatile write cache: not until the
 //! queue drains, unless a dirtier was paused within a second),
 //! `latency_exceeded` including the stuck-read check, `scale_up`,
-//! `scale_down`, `rq_depth_calc_max_depth`, the window length. Simplified:
-//! the window is evaluated at the first block-layer event after it ends (a
-//! window with no events is skipped, as the kernel's timer is not re-armed
-//! when idle), and woken waiters retry in queue order rather than being
-//! handed a token by the waker.
+//! `scale_down`, `rq_depth_calc_max_depth`, the window length, and the
+//! hand-off of slots to waiters in arrival order (`rq_qos_wait`,
+//! `rq_qos_wake_function`: the waker takes the slot for the first waiter and
+//! stops at the first that cannot have one). Simplified: the window is
+//! evaluated at the first block-layer event after it ends (a window with no
+//! events is skipped, as the kernel's timer is not re-armed when idle).
 
-use crate::engine::WaitQueue;
+use std::collections::VecDeque;
+
+use crate::engine::TaskId;
 
 /// `RWB_DEF_DEPTH`: the depth at scale step 0 (bounded by the queue depth).
 const RWB_DEF_DEPTH: u32 = 16;
@@ -42,6 +45,20 @@ pub enum RqWait {
     Bg = 0,
     /// kswapd's own.
     Kswapd = 1,
+}
+
+/// A writer sleeping in `wbt_wait`: the task, its block sequence, and what
+/// decides its limit (`get_limit`: kswapd, background writeback).
+#[derive(Clone, Copy, Debug)]
+pub struct Waiter {
+    /// Task.
+    pub task: TaskId,
+    /// Its block sequence, for the wake-up.
+    pub seq: u32,
+    /// A kswapd write.
+    pub kswapd: bool,
+    /// Background writeback (`REQ_BACKGROUND`).
+    pub background: bool,
 }
 
 /// `latency_exceeded` verdicts.
@@ -71,8 +88,8 @@ pub struct Wbt {
     pub wb_background: u32,
     /// Tracked writes in flight, per [`RqWait`].
     pub inflight: [u32; 2],
-    /// Writers waiting for a slot, per [`RqWait`].
-    pub wait: [WaitQueue; 2],
+    /// Writers waiting for a slot, per [`RqWait`], in arrival order.
+    pub waiters: [VecDeque<Waiter>; 2],
     /// Last read issued, completed (ns).
     last_issue: u64,
     last_comp: u64,
@@ -100,7 +117,7 @@ impl Wbt {
             wb_normal: 0,
             wb_background: 0,
             inflight: [0; 2],
-            wait: Default::default(),
+            waiters: Default::default(),
             last_issue: 0,
             last_comp: 0,
             sync_issue: None,
@@ -226,7 +243,31 @@ impl Wbt {
         if inflight > 0 && inflight >= limit {
             return false;
         }
-        self.wait[i].active() && (inflight == 0 || limit - inflight >= self.wb_background / 2)
+        !self.waiters[i].is_empty() && (inflight == 0 || limit - inflight >= self.wb_background / 2)
+    }
+
+    /// `rq_qos_wake_function` over queue `rq`'s waiters in order: each that
+    /// is below its limit gets a slot (counted here) and is returned to be
+    /// woken; the first that is not stops the walk.
+    pub fn hand_out(
+        &mut self,
+        rq: RqWait,
+        recent_wait: bool,
+        now: u64,
+        hz_div_10_ns: u64,
+    ) -> Vec<Waiter> {
+        let i = rq as usize;
+        let mut woken = Vec::new();
+        while let Some(&wt) = self.waiters[i].front() {
+            let limit = self.get_limit(wt.kswapd, wt.background, recent_wait, now, hz_div_10_ns);
+            if self.inflight[i] >= limit {
+                break;
+            }
+            self.inflight[i] += 1;
+            self.waiters[i].pop_front();
+            woken.push(wt);
+        }
+        woken
     }
 
     /// A read went to the device (`wbt_issue` + `wb_timestamp(last_issue)`).
@@ -368,6 +409,22 @@ mod tests {
         w.inflight[0] = 3;
         // Nobody waits: never wake.
         assert!(!w.rqw_done(RqWait::Bg, false));
+        assert_eq!(w.inflight[0], 2);
+        let waiter = |task| Waiter {
+            task,
+            seq: 0,
+            kswapd: false,
+            background: true,
+        };
+        w.waiters[0].push_back(waiter(7));
+        w.waiters[0].push_back(waiter(8));
+        // A volatile write cache: no wake-up until the queue is empty.
+        assert!(!w.rqw_done(RqWait::Bg, false));
+        assert!(w.rqw_done(RqWait::Bg, false));
+        assert_eq!(w.inflight[0], 0);
+        // Slots go in arrival order, up to the background limit (4).
+        let got = w.hand_out(RqWait::Bg, false, 0, 40_000_000);
+        assert_eq!(got.iter().map(|x| x.task).collect::<Vec<_>>(), vec![7, 8]);
         assert_eq!(w.inflight[0], 2);
     }
 }
