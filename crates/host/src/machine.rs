@@ -199,6 +199,20 @@ pub struct BlockDev {
     pub nr_requests: Option<u32>,
     /// The disk has an `mq` directory (blk-mq).
     pub mq: bool,
+    /// The active I/O scheduler (`queue/scheduler`, the bracketed name).
+    pub scheduler: Option<String>,
+    /// `queue/max_sectors_kb`.
+    pub max_sectors_kb: Option<u32>,
+    /// `queue/wbt_lat_usec` (absent when the kernel has no blk-wbt).
+    pub wbt_lat_usec: Option<u64>,
+}
+
+/// The bracketed (active) name in a `queue/scheduler` line such as
+/// `none [mq-deadline] kyber`.
+fn active_scheduler(line: &str) -> Option<String> {
+    let start = line.find('[')? + 1;
+    let end = start + line[start..].find(']')?;
+    Some(line[start..end].to_string())
 }
 
 /// The disk holding `dir` (a partition's parent), from `/sys/dev/block`; `None`
@@ -217,6 +231,11 @@ pub fn block_device_of(dir: &Path) -> Option<BlockDev> {
         rotational: sys::read_u64(disk.join("queue/rotational")) == Some(1),
         nr_requests: sys::read_u64(disk.join("queue/nr_requests")).map(|v| v as u32),
         mq: disk.join("mq").exists(),
+        scheduler: fs::read_to_string(disk.join("queue/scheduler"))
+            .ok()
+            .and_then(|l| active_scheduler(&l)),
+        max_sectors_kb: sys::read_u64(disk.join("queue/max_sectors_kb")).map(|v| v as u32),
+        wbt_lat_usec: sys::read_u64(disk.join("queue/wbt_lat_usec")),
     })
 }
 
@@ -839,7 +858,8 @@ pub fn machine_toml(
          # write_mb_s: measured, `dd if=/dev/zero bs=1M count={} conv=fdatasync` in {} (run's calibration write)\n\
          # read_mb_s: {read_note}\n\
          # latency_us, seek_us, queue_depth: not measured; defaults for a {} device\n\
-         # layer: {layer} (from the disk's sysfs `mq` directory and the kernel version)\n",
+         # layer: {layer} (from the disk's sysfs `mq` directory and the kernel version)\n\
+         # scheduler, max_sectors_kb, wbt_lat_usec: the disk's sysfs queue settings, where readable\n",
         utc_date(bw.when_unix),
         facts.hostname,
         facts.kernel,
@@ -863,6 +883,26 @@ pub fn machine_toml(
     t.push_str(&format!("latency_us = {latency_us:.1}\n"));
     t.push_str(&format!("seek_us = {seek_us:.1}\n"));
     t.push_str(&format!("queue_depth = {queue_depth}\n"));
+    // The block layer's own settings, as sysfs has them (the simulator
+    // models none, mq-deadline and blk-wbt; another scheduler is noted and
+    // left to the default).
+    if let Some(d) = &facts.device {
+        match d.scheduler.as_deref() {
+            Some(sched @ ("none" | "mq-deadline")) if !single_queue => {
+                t.push_str(&format!("scheduler = {}\n", toml_str(sched)));
+            }
+            Some(other) => t.push_str(&format!(
+                "# scheduler: {other} on this host (not modelled; the kernel's default is used)\n"
+            )),
+            None => {}
+        }
+        if let Some(kb) = d.max_sectors_kb {
+            t.push_str(&format!("max_sectors_kb = {kb}\n"));
+        }
+        if let Some(us) = d.wbt_lat_usec {
+            t.push_str(&format!("wbt_lat_usec = {us}\n"));
+        }
+    }
     Ok((t, warnings))
 }
 
@@ -1005,8 +1045,24 @@ mod tests {
                 rotational: false,
                 nr_requests: Some(255),
                 mq: true,
+                scheduler: Some("none".into()),
+                max_sectors_kb: Some(512),
+                wbt_lat_usec: Some(2000),
             }),
         }
+    }
+
+    #[test]
+    fn active_scheduler_is_the_bracketed_name() {
+        assert_eq!(
+            active_scheduler("none [mq-deadline] kyber bfq\n").as_deref(),
+            Some("mq-deadline")
+        );
+        assert_eq!(
+            active_scheduler("[none] mq-deadline").as_deref(),
+            Some("none")
+        );
+        assert_eq!(active_scheduler("none"), None);
     }
 
     fn bw() -> Bandwidth {

@@ -221,7 +221,7 @@ pub fn builtin_machines() -> Vec<Machine> {
         // share of memory under writeback stay those of the whole disk.
         Machine {
             name: "slice-2021".into(),
-            description: "testbox-2021 divided by 16: 2 CPUs, 4 GiB, 2 GiB swap, a 31 MB/s share of its SATA SSD (same seconds-to-write-memory)".into(),
+            description: "testbox-2021 divided by 16: 2 CPUs, 4 GiB, 2 GiB swap, a 31 MB/s share of its SATA SSD in 80 KiB requests (same seconds-to-write-memory)".into(),
             cpus: 2,
             nodes: 1,
             memory_mib: 4 * 1024,
