@@ -111,6 +111,9 @@ mod tests {
                 rotational: true,
                 nr_requests: Some(64),
                 mq: true,
+                scheduler: Some("bfq".into()),
+                max_sectors_kb: Some(1280),
+                wbt_lat_usec: Some(75000),
             }),
         };
         let bw = Bandwidth {
@@ -139,6 +142,11 @@ mod tests {
                 ("sda", 123.4, 150.0)
             );
             assert_eq!(d.seek_us, 6000.0, "a rotating disk gets a disk's seek time");
+            // sysfs queue settings carry over; an unmodelled scheduler (bfq)
+            // leaves the kernel's default.
+            assert_eq!((d.max_sectors_kb, d.wbt_lat_usec), (1280, Some(75000)));
+            assert_eq!(d.scheduler, None);
+            assert!(t.contains("# scheduler: bfq"), "{t}");
         }
     }
 
