@@ -31,8 +31,10 @@ pub struct Args {
     /// `stutterp`, `mapped-file-stream`, or a workload spec file (TOML; see
     /// `reclaimlab list workloads`).
     pub workload: String,
-    /// Kernel profiles to compare, comma-separated (`reclaimlab list kernels`).
-    #[arg(long, default_value = "v5.15,v5.16", value_delimiter = ',')]
+    /// Kernel profiles to compare, comma-separated (`reclaimlab list kernels`);
+    /// the first is the baseline. The default: 5.15, the series as first
+    /// merged (what the 2021 letters measured), and 5.16 as released.
+    #[arg(long, default_value = "v5.15,v5.16-rc1,v5.16", value_delimiter = ',')]
     pub kernel: Vec<String>,
     /// A built-in machine (`reclaimlab list machines`), a machine TOML file, or
     /// this host: `host`, `host:2G`, `host:all`, `host:1G,swap=2G`, `host:1G,dir=DIR`.
