@@ -124,6 +124,10 @@ fn record_machine(m: &Machine, hz: u64) -> reclaimlab_record::Machine {
                 read_mb_s: d.read_mb_s,
                 latency_us: d.latency_us,
                 queue_depth: d.queue_depth,
+                seek_us: Some(d.seek_us),
+                scheduler: Some(d.effective_scheduler().name().into()),
+                max_sectors_kb: Some(d.max_sectors_kb),
+                wbt_lat_usec: Some(d.effective_wbt_lat_usec()),
             })
             .collect(),
     }

@@ -217,6 +217,9 @@ fn device_of(dir: &Path, write_mb_s: f64) -> Option<Device> {
         layer: if bd.mq { "blk-mq" } else { "sq" }.into(),
         queue_depth: bd.nr_requests.unwrap_or(0),
         write_mb_s,
+        scheduler: bd.scheduler,
+        max_sectors_kb: bd.max_sectors_kb,
+        wbt_lat_usec: bd.wbt_lat_usec,
         name: bd.name,
         ..Device::default()
     })

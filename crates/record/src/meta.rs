@@ -94,6 +94,18 @@ pub struct Device {
     /// Queue depth (0 = unknown).
     #[serde(default)]
     pub queue_depth: u32,
+    /// Random-I/O penalty per request, µs (simulated devices).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seek_us: Option<f64>,
+    /// I/O scheduler (`none`, `mq-deadline`, …), if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scheduler: Option<String>,
+    /// Largest request, KiB (`queue/max_sectors_kb`), if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_sectors_kb: Option<u32>,
+    /// blk-wbt's target latency, µs (0: off), if known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wbt_lat_usec: Option<u64>,
 }
 
 /// The machine a run ran on (simulated or real). A zero count means unknown
