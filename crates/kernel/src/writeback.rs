@@ -4,7 +4,7 @@
 //!
 //! Follows fs/fs-writeback.c and mm/page-writeback.c (5.15/6.1).
 //! Simplifications: one `bdi_writeback` per device (no cgroup writeback);
-//! the flusher writes inodes in dirtied order, `MAX_WRITEBACK_PAGES` per
+//! the flusher writes inodes in dirtied order, `writeback_chunk_size` per
 //! inode per round, resuming at `writeback_index`; `balance_dirty_pages`
 //! uses the global position control (`pos_ratio`, a cubic around the
 //! setpoint between freerun and the limit) with a dirty rate limit of the
@@ -23,8 +23,8 @@ use crate::sched::run_on_cpu;
 use crate::vmstat::Ev;
 use crate::Kernel;
 
-/// `MAX_WRITEBACK_PAGES`: pages written per inode per round.
-pub const MAX_WRITEBACK_PAGES: u64 = 1024;
+/// `MIN_WRITEBACK_PAGES`: 4 MiB, the granularity of `writeback_chunk_size`.
+pub const MIN_WRITEBACK_PAGES: u64 = 1024;
 
 /// A device's writeback state (`bdi_writeback`).
 #[derive(Debug, Default)]
@@ -203,6 +203,19 @@ impl Kernel {
         Some(reqs)
     }
 
+    /// `writeback_chunk_size` (fs/fs-writeback.c, 5.15) for WB_SYNC_NONE
+    /// work: pages written per inode before the flusher moves to the next,
+    /// half a second of the device's write bandwidth (its nominal one here,
+    /// the kernel's estimate there), at most an eighth of the dirty limit
+    /// (`DIRTY_SCOPE`), rounded down to 4 MiB after adding 4 MiB
+    /// (`MIN_WRITEBACK_PAGES`).
+    fn writeback_chunk_size(&self, d: usize) -> u64 {
+        let bw = (1e9 / self.devs[d].write_ns_per_page) as u64;
+        let (thresh, _) = self.dirty_thresholds();
+        let pages = (bw / 2).min(thresh / 8);
+        (pages + MIN_WRITEBACK_PAGES) / MIN_WRITEBACK_PAGES * MIN_WRITEBACK_PAGES
+    }
+
     /// `wb_over_bg_thresh`
     fn over_bg_thresh(&self) -> bool {
         let (_, bg) = self.dirty_thresholds();
@@ -220,22 +233,23 @@ pub async fn flusher(w: Rc<World>, d: usize) {
             let now = k.exec.now();
             let interval = k.params.dirty_writeback_centisecs * 10_000_000;
             let expire = k.params.dirty_expire_centisecs * 10_000_000;
+            // (pages, written before `older_than` only, background work)
             if k.bdis[d].b_dirty.is_empty() || std::mem::take(&mut stalled) {
                 None
             } else if k.bdis[d].start_all {
                 k.bdis[d].start_all = false;
-                Some((u64::MAX, None))
+                Some((u64::MAX, None, false))
             } else if k.over_bg_thresh() {
-                Some((MAX_WRITEBACK_PAGES, None))
+                Some((u64::MAX, None, true))
             } else if interval > 0 && now >= k.bdis[d].last_old_flush + interval {
                 k.bdis[d].last_old_flush = now;
-                Some((u64::MAX, Some(now.saturating_sub(expire))))
+                Some((u64::MAX, Some(now.saturating_sub(expire)), false))
             } else {
                 None
             }
         };
         match work {
-            Some((budget, older_than)) => {
+            Some((budget, older_than, background)) => {
                 // Write inode by inode until the budget or the condition ends.
                 // wb_writeback() (fs/fs-writeback.c, 5.15): when a pass over
                 // the dirty inodes wrote nothing (every dirty page is already
@@ -244,9 +258,11 @@ pub async fn flusher(w: Rc<World>, d: usize) {
                 let mut left = budget;
                 let mut idle_inodes = 0usize;
                 loop {
-                    let got =
-                        w.k()
-                            .writeback_one_inode(d, left.min(MAX_WRITEBACK_PAGES), older_than);
+                    let got = {
+                        let mut k = w.k();
+                        let chunk = k.writeback_chunk_size(d);
+                        k.writeback_one_inode(d, left.min(chunk), older_than)
+                    };
                     let Some(reqs) = got else { break };
                     if reqs.is_empty() {
                         idle_inodes += 1;
@@ -268,7 +284,7 @@ pub async fn flusher(w: Rc<World>, d: usize) {
                         let k = w.k();
                         left == 0
                             || k.bdis[d].b_dirty.is_empty()
-                            || (budget == MAX_WRITEBACK_PAGES && !k.over_bg_thresh())
+                            || (background && !k.over_bg_thresh())
                             || k.bdis[d].start_all
                     };
                     if stop {
