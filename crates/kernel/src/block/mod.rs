@@ -192,7 +192,11 @@ impl BlockDev {
             dd_starved: 0,
             dd_tunables: (p.dd_fifo_batch, p.dd_writes_starved),
             max_request_pages: (d.max_sectors_kb / 4).max(1) as usize,
-            wbt: Wbt::new(d.queue_depth, d.effective_wbt_lat_usec() * 1000),
+            wbt: Wbt::new(
+                d.queue_depth,
+                d.effective_wbt_lat_usec() * 1000,
+                (p.hz / 10).max(1) * p.tick_ns(),
+            ),
             next_id: 0,
         }
     }
@@ -399,30 +403,28 @@ impl Kernel {
         wbt.completed(rq.id, rq.kind.dir() == BLK_RW_SYNC, now - rq.started, now);
         if let Some(q) = rq.wbt {
             if wbt.rqw_done(q, recent) {
-                self.wbt_wake(d, q);
+                self.wbt_wake(d, q, recent);
             }
         }
-        self.wbt_timer(d);
+        self.wbt_timer(d, recent);
     }
 
-    /// Hands free slots of queue `q` to its waiters in order and wakes them.
-    fn wbt_wake(&mut self, d: usize, q: RqWait) {
+    /// Hands free slots of queue `q` to its waiters in order and wakes them
+    /// (`recent`: [`Kernel::wb_recent_wait`] now).
+    fn wbt_wake(&mut self, d: usize, q: RqWait, recent: bool) {
         let now = self.exec.now();
-        let recent = self.wb_recent_wait(d);
-        let hz10 = (self.params.hz / 10).max(1) * self.params.tick_ns();
-        for wt in self.devs[d].wbt.hand_out(q, recent, now, hz10) {
+        for wt in self.devs[d].wbt.hand_out(q, recent, now) {
             self.exec.wake(wt.task, wt.seq, crate::engine::Wake::Woken);
         }
     }
 
     /// Runs blk-wbt's window timer if its window ended; hands out slots
     /// when the limits grew (`rwb_wake_all`).
-    fn wbt_timer(&mut self, d: usize) {
+    fn wbt_timer(&mut self, d: usize, recent: bool) {
         let now = self.exec.now();
-        let recent = self.wb_recent_wait(d);
         if self.devs[d].wbt.timer(now, recent) {
-            self.wbt_wake(d, RqWait::Bg);
-            self.wbt_wake(d, RqWait::Kswapd);
+            self.wbt_wake(d, RqWait::Bg, recent);
+            self.wbt_wake(d, RqWait::Kswapd, recent);
         }
     }
 }
@@ -442,19 +444,18 @@ async fn wbt_wait(w: &World, d: usize, kind: ReqKind) -> Option<RqWait> {
             if !k.devs[d].wbt.enabled() {
                 return None;
             }
-            k.wbt_timer(d);
+            let recent = k.wb_recent_wait(d);
+            k.wbt_timer(d, recent);
             let kswapd = k.current_is_kswapd();
             let q = if kswapd { RqWait::Kswapd } else { RqWait::Bg };
             // Flusher writeback is background writeback (REQ_BACKGROUND).
             let background = kind == ReqKind::FileWrite;
-            let recent = k.wb_recent_wait(d);
             let now = k.exec.now();
-            let hz10 = (k.params.hz / 10).max(1) * k.params.tick_ns();
             let t = k.exec.current();
             let seq = k.exec.sched[t as usize].wait_seq;
             let wbt = &mut k.devs[d].wbt;
             let i = q as usize;
-            let limit = wbt.get_limit(kswapd, background, recent, now, hz10);
+            let limit = wbt.get_limit(kswapd, background, recent, now);
             if wbt.waiters[i].is_empty() && wbt.inflight[i] < limit {
                 wbt.inflight[i] += 1;
                 return Some(q);

@@ -93,6 +93,8 @@ pub struct Wbt {
     /// Last read issued, completed (ns).
     last_issue: u64,
     last_comp: u64,
+    /// HZ/10 in ns: how recent a read makes `close_io` true.
+    close_io_ns: u64,
     /// The oldest read in flight, for the stuck-read check: (request id,
     /// time it went to the device) — `sync_cookie`, `sync_issue`.
     pub sync_issue: Option<(u64, u64)>,
@@ -106,8 +108,9 @@ pub struct Wbt {
 }
 
 impl Wbt {
-    /// `wbt_init`: depth 16 (or the queue depth if smaller), step 0.
-    pub fn new(queue_depth: u32, min_lat_ns: u64) -> Wbt {
+    /// `wbt_init`: depth 16 (or the queue depth if smaller), step 0;
+    /// `close_io_ns` is HZ/10 in ns.
+    pub fn new(queue_depth: u32, min_lat_ns: u64, close_io_ns: u64) -> Wbt {
         let mut w = Wbt {
             min_lat_ns,
             queue_depth: queue_depth.max(1),
@@ -120,6 +123,7 @@ impl Wbt {
             waiters: Default::default(),
             last_issue: 0,
             last_comp: 0,
+            close_io_ns,
             sync_issue: None,
             win_start: 0,
             cur_win: RWB_WINDOW_NSEC,
@@ -209,17 +213,10 @@ impl Wbt {
     }
 
     /// `get_limit` for a buffered write.
-    pub fn get_limit(
-        &self,
-        kswapd: bool,
-        background: bool,
-        recent_wait: bool,
-        now: u64,
-        hz_div_10_ns: u64,
-    ) -> u32 {
+    pub fn get_limit(&self, kswapd: bool, background: bool, recent_wait: bool, now: u64) -> u32 {
         if recent_wait || kswapd {
             self.max_depth
-        } else if background || self.close_io(now, hz_div_10_ns) {
+        } else if background || self.close_io(now) {
             self.wb_background
         } else {
             self.wb_normal
@@ -227,8 +224,8 @@ impl Wbt {
     }
 
     /// `close_io`: a read issued or completed within HZ/10.
-    fn close_io(&self, now: u64, hz_div_10_ns: u64) -> bool {
-        now < self.last_issue + hz_div_10_ns || now < self.last_comp + hz_div_10_ns
+    fn close_io(&self, now: u64) -> bool {
+        now < self.last_issue + self.close_io_ns || now < self.last_comp + self.close_io_ns
     }
 
     /// `wbt_rqw_done`: a tracked write completed; returns whether to wake
@@ -249,17 +246,11 @@ impl Wbt {
     /// `rq_qos_wake_function` over queue `rq`'s waiters in order: each that
     /// is below its limit gets a slot (counted here) and is returned to be
     /// woken; the first that is not stops the walk.
-    pub fn hand_out(
-        &mut self,
-        rq: RqWait,
-        recent_wait: bool,
-        now: u64,
-        hz_div_10_ns: u64,
-    ) -> Vec<Waiter> {
+    pub fn hand_out(&mut self, rq: RqWait, recent_wait: bool, now: u64) -> Vec<Waiter> {
         let i = rq as usize;
         let mut woken = Vec::new();
         while let Some(&wt) = self.waiters[i].front() {
-            let limit = self.get_limit(wt.kswapd, wt.background, recent_wait, now, hz_div_10_ns);
+            let limit = self.get_limit(wt.kswapd, wt.background, recent_wait, now);
             if self.inflight[i] >= limit {
                 break;
             }
@@ -358,7 +349,7 @@ mod tests {
 
     #[test]
     fn depths_follow_rq_depth_calc_max_depth() {
-        let mut w = Wbt::new(32, 2_000_000);
+        let mut w = Wbt::new(32, 2_000_000, 40_000_000);
         assert_eq!((w.max_depth, w.wb_normal, w.wb_background), (16, 8, 4));
         w.scale_down(true);
         assert_eq!(w.max_depth, 8);
@@ -376,7 +367,7 @@ mod tests {
 
     #[test]
     fn slow_reads_scale_down_fast_reads_scale_up() {
-        let mut w = Wbt::new(32, 2_000_000);
+        let mut w = Wbt::new(32, 2_000_000, 40_000_000);
         for i in 0..3 {
             w.completed(i, false, 1_000_000, 10);
         }
@@ -397,7 +388,7 @@ mod tests {
 
     #[test]
     fn a_stuck_read_counts_as_exceeded() {
-        let mut w = Wbt::new(32, 2_000_000);
+        let mut w = Wbt::new(32, 2_000_000, 40_000_000);
         w.read_issued(1, 0);
         w.timer(RWB_WINDOW_NSEC + 1, false);
         assert_eq!(w.scale_step, 1);
@@ -405,7 +396,7 @@ mod tests {
 
     #[test]
     fn write_cache_drains_before_waking_unless_dirtiers_wait() {
-        let mut w = Wbt::new(32, 2_000_000);
+        let mut w = Wbt::new(32, 2_000_000, 40_000_000);
         w.inflight[0] = 3;
         // Nobody waits: never wake.
         assert!(!w.rqw_done(RqWait::Bg, false));
@@ -423,7 +414,7 @@ mod tests {
         assert!(w.rqw_done(RqWait::Bg, false));
         assert_eq!(w.inflight[0], 0);
         // Slots go in arrival order, up to the background limit (4).
-        let got = w.hand_out(RqWait::Bg, false, 0, 40_000_000);
+        let got = w.hand_out(RqWait::Bg, false, 0);
         assert_eq!(got.iter().map(|x| x.task).collect::<Vec<_>>(), vec![7, 8]);
         assert_eq!(w.inflight[0], 2);
     }

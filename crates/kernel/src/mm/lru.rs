@@ -54,7 +54,8 @@ impl Kernel {
         self.frames.get_mut(pfn).set(pg::ACTIVE);
         self.lru_add(pfn);
         self.count(Ev::Pgactivate, 1);
-        self.workingset_activation(pfn);
+        // workingset_activation(): an activation ages the clock.
+        self.workingset_age_nonresident(pfn);
     }
 
     /// `mark_page_accessed` (mm/swap.c 5.15): inactive,unreferenced →
@@ -74,8 +75,11 @@ impl Kernel {
         }
     }
 
-    /// `workingset_activation`: an activation advances the workingset clock.
-    fn workingset_activation(&mut self, pfn: Pfn) {
+    /// `workingset_age_nonresident` for one page: advances the workingset
+    /// clock of `pfn`'s lruvec (activations, refault activations, active
+    /// pages put back by reclaim; evictions advance it in
+    /// `workingset_eviction`).
+    pub(crate) fn workingset_age_nonresident(&mut self, pfn: Pfn) {
         let p = self.frames.get(pfn);
         self.nodes[p.nid as usize].lruvecs[p.memcg as usize].nonresident_age += 1;
     }
@@ -136,9 +140,8 @@ impl Kernel {
         if distance > workingset {
             return 0;
         }
-        // SetPageActive + workingset_age_nonresident: the activation ages
-        // the clock like any other.
-        self.nodes[nid].lruvecs[memcg].nonresident_age += 1;
+        // SetPageActive + workingset_age_nonresident.
+        self.workingset_age_nonresident(pfn);
         self.count(
             if file {
                 Ev::WorkingsetActivateFile

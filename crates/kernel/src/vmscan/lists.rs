@@ -106,8 +106,7 @@ impl Kernel {
         // move_pages_to_lru (5.15): a page put back active ages the
         // non-resident clock (workingset_age_nonresident).
         if p.test(pg::ACTIVE) {
-            let (nid, memcg) = (p.nid as usize, p.memcg as usize);
-            self.nodes[nid].lruvecs[memcg].nonresident_age += 1;
+            self.workingset_age_nonresident(pfn);
         }
         self.lru_add(pfn);
     }
