@@ -417,5 +417,17 @@ mod tests {
         let got = w.hand_out(RqWait::Bg, false, 0);
         assert_eq!(got.iter().map(|x| x.task).collect::<Vec<_>>(), vec![7, 8]);
         assert_eq!(w.inflight[0], 2);
+        // A dirtier paused within the last second: waking starts once the
+        // queue is below wb_normal (8) by at least wb_background / 2.
+        w.waiters[0].push_back(waiter(9));
+        assert!(w.rqw_done(RqWait::Bg, true));
+        assert_eq!(w.inflight[0], 1);
+        w.inflight[0] = 8;
+        assert!(
+            !w.rqw_done(RqWait::Bg, true),
+            "7 in flight, limit 8: 1 < 4 / 2"
+        );
+        w.inflight[0] = 10;
+        assert!(!w.rqw_done(RqWait::Bg, true), "at or above wb_normal");
     }
 }
