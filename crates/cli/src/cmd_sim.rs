@@ -7,11 +7,17 @@
 //! Then prints the comparison (the first run is the baseline). Every input is
 //! checked before the first simulation starts or the first directory is
 //! made; records depend only on the arguments, never on thread scheduling.
+//!
+//! SIGINT, SIGTERM or SIGHUP stops the simulations within a simulated
+//! vmstat interval: the unfinished records' partial directories are removed,
+//! the finished records stay, and the process exits with status 130. A second
+//! signal ends the process at once (the next `sim` writing the same records
+//! removes what it left).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, bail, Context};
 use reclaimlab_kernel::machine::Machine;
@@ -19,7 +25,7 @@ use reclaimlab_kernel::params::Params;
 use reclaimlab_kernel::profile::{profile, KernelProfile};
 use reclaimlab_kernel::SimConfig;
 use reclaimlab_record::{Origin, RecordWriter, RunMeta};
-use reclaimlab_workload::sim::{run as run_sim, stutterp_steps, RunSummary, Sink, StepSpec};
+use reclaimlab_workload::sim::{run_with_stop, stutterp_steps, RunSummary, Sink, StepSpec};
 use reclaimlab_workload::spec::Spec;
 use reclaimlab_workload::stutterp::StutterpParams;
 
@@ -152,15 +158,92 @@ impl Job {
 /// What one simulation gave: its record's path and summary.
 type Outcome = anyhow::Result<(PathBuf, RunSummary)>;
 
-/// Runs one simulation into a record. Returns the record's path.
-fn simulate(job: &Job, check: bool, progress: &mut dyn FnMut(f64)) -> Outcome {
+/// The error of a simulation stopped by a signal (its partial record is gone).
+#[derive(Debug)]
+struct Interrupted;
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("interrupted")
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// How `sim` reacts to SIGINT, SIGTERM and SIGHUP: the first signal sets
+/// `stop`, which the simulations poll; a signal once `exit_now` is set (by a
+/// first signal, or by [`Signals::exit_at_once`]) ends the process with status
+/// 130 on the spot.
+struct Signals {
+    stop: Arc<AtomicBool>,
+    exit_now: Arc<AtomicBool>,
+}
+
+impl Signals {
+    fn install() -> anyhow::Result<Signals> {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        use signal_hook::flag;
+        let stop = Arc::new(AtomicBool::new(false));
+        let exit_now = Arc::new(AtomicBool::new(false));
+        for sig in [SIGINT, SIGTERM, SIGHUP] {
+            // The shutdown first, so that it sees the flag as the previous
+            // signal left it.
+            flag::register_conditional_shutdown(sig, 130, Arc::clone(&exit_now))
+                .and_then(|_| flag::register(sig, Arc::clone(&exit_now)))
+                .and_then(|_| flag::register(sig, Arc::clone(&stop)))
+                .context("cannot install the signal handlers")?;
+        }
+        Ok(Signals { stop, exit_now })
+    }
+
+    /// Whether a signal asked to stop.
+    fn stop_requested(&self) -> bool {
+        self.stop.load(Ordering::SeqCst)
+    }
+
+    /// From now on a signal ends the process at once: nothing is being
+    /// written that a signal could leave half-done.
+    fn exit_at_once(&self) {
+        self.exit_now.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Removes what is left of this process's partial records in `out` (dropping
+/// an unfinished [`RecordWriter`] already removes its own; this catches one
+/// whose removal failed). Returns the ones that could not be removed.
+fn remove_own_partials(out: &Path) -> Vec<PathBuf> {
+    let suffix = format!(".partial-{}", std::process::id());
+    let mut left = Vec::new();
+    let Ok(entries) = std::fs::read_dir(out) else {
+        return left;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if name.starts_with('.') && name.ends_with(&suffix) {
+            let p = e.path();
+            if std::fs::remove_dir_all(&p).is_err() && p.exists() {
+                left.push(p);
+            }
+        }
+    }
+    left
+}
+
+/// Runs one simulation into a record, stopping early (with [`Interrupted`],
+/// and no record) when `stop` is set. Returns the record's path.
+fn simulate(job: &Job, check: bool, stop: &AtomicBool, progress: &mut dyn FnMut(f64)) -> Outcome {
     let writer = RecordWriter::create(&job.dir, job.meta.clone())
         .with_context(|| format!("cannot create the run record {}", job.dir.display()))?;
     let mut sink = RecordSink {
         w: writer,
         err: None,
     };
-    let summary = run_sim(&job.cfg, &job.steps, &mut sink, progress, check);
+    let summary = run_with_stop(&job.cfg, &job.steps, &mut sink, progress, check, stop);
+    if summary.interrupted {
+        // Dropping the unfinished writer removes its partial directory.
+        return Err(Interrupted.into());
+    }
     if let Some(e) = sink.err.take() {
         return Err(e.context(format!("writing the run record {}", job.dir.display())));
     }
@@ -201,6 +284,44 @@ fn simulate(job: &Job, check: bool, progress: &mut dyn FnMut(f64)) -> Outcome {
         .finish()
         .with_context(|| format!("cannot finish the run record {}", job.dir.display()))?;
     Ok((path, summary))
+}
+
+/// Reports a `sim` stopped by a signal: the finished records (kept), the runs
+/// that failed on their own, and the unfinished records (removed). Status 130.
+fn interrupted(jobs: &[Job], results: Vec<Option<Outcome>>, out: &Path) -> ExitCode {
+    let mut kept = Vec::new();
+    for (job, r) in jobs.iter().zip(results) {
+        match r {
+            Some(Ok((path, _))) => kept.push(
+                path.file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| path.display().to_string()),
+            ),
+            Some(Err(e)) if !e.is::<Interrupted>() => {
+                eprintln!("reclaimlab: run {} failed: {e:#}", job.name);
+            }
+            _ => {}
+        }
+    }
+    let left = remove_own_partials(out);
+    let kept = if kept.is_empty() {
+        "none".to_string()
+    } else {
+        kept.join(", ")
+    };
+    if left.is_empty() {
+        eprintln!(
+            "reclaimlab: interrupted; removed the unfinished records in {} (finished records kept: {kept})",
+            out.display()
+        );
+    } else {
+        let left: Vec<String> = left.iter().map(|p| p.display().to_string()).collect();
+        eprintln!(
+            "reclaimlab: interrupted; could not remove the unfinished records {} (finished records kept: {kept})",
+            left.join(", ")
+        );
+    }
+    ExitCode::from(130)
 }
 
 /// The workload of a `sim`: stutterp (sized per run, since `vm.dirty_ratio`
@@ -343,6 +464,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     crate::machine_arg::save_host_profile(host_toml.as_deref(), &out)?;
+    let signals = Signals::install()?;
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
@@ -404,9 +526,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         for pb in &worker_bars {
             let (jobs, lens, overall) = (&jobs, &lens, &overall);
             let (next, done, results) = (&next, &done, &results);
+            let stop = &*signals.stop;
             s.spawn(move || loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
-                if i >= jobs.len() {
+                if i >= jobs.len() || stop.load(Ordering::SeqCst) {
                     pb.finish_and_clear();
                     break;
                 }
@@ -415,7 +538,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 pb.set_length(len);
                 pb.set_message(job.name.clone());
                 let mut shown = 0;
-                let r = simulate(job, args.check, &mut |t| {
+                let r = simulate(job, args.check, stop, &mut |t| {
                     let pos = (t as u64).min(len);
                     if pos > shown {
                         pb.set_position(pos);
@@ -430,6 +553,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             });
         }
     });
+    // Every writer is finished or dropped: a signal from now on may end the
+    // process at once. Armed before looking at `stop`, so that no signal
+    // goes unanswered.
+    signals.exit_at_once();
+    if signals.stop_requested() {
+        overall.abandon();
+        return Ok(interrupted(
+            &jobs,
+            results.into_inner().expect("no poisoned lock"),
+            &out,
+        ));
+    }
     overall.finish();
     let wall_s = wall.elapsed().as_secs_f64();
     let mut dirs = Vec::new();

@@ -94,11 +94,55 @@ fn put_secs(out: &mut impl Write, t_s: f64) -> std::io::Result<()> {
     out.write_all(&digits)
 }
 
+/// The PID in `file_name` if it is exactly `.NAME.partial-PID` (PID all
+/// decimal digits) for this `name`.
+fn partial_pid(file_name: &str, name: &str) -> Option<u32> {
+    let digits = file_name
+        .strip_prefix('.')?
+        .strip_prefix(name)?
+        .strip_prefix(".partial-")?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// Removes the partial directories `.NAME.partial-PID` in `parent` left by
+/// processes that no longer run (a crash, a SIGKILL), so they do not pile up.
+/// A process is alive while `/proc/PID` exists; without a `/proc` (not Linux,
+/// or not mounted) nothing is removed. Best effort: errors are ignored (another
+/// process may be cleaning up at the same time). Directories of this process
+/// are left to [`RecordWriter::create`], which knows whether they are in use.
+fn remove_dead_partials(parent: &Path, name: &str) {
+    let proc = Path::new("/proc");
+    if !proc.join("self").exists() {
+        return;
+    }
+    let Ok(entries) = fs::read_dir(parent) else {
+        return;
+    };
+    let me = std::process::id();
+    for e in entries.flatten() {
+        let file_name = e.file_name();
+        let Some(pid) = file_name.to_str().and_then(|f| partial_pid(f, name)) else {
+            continue;
+        };
+        if pid == me || proc.join(pid.to_string()).exists() {
+            continue;
+        }
+        // A real directory, not a symlink to one elsewhere.
+        if e.file_type().is_ok_and(|t| t.is_dir()) {
+            let _ = fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 impl RecordWriter {
     /// Starts a record that will appear at `final_dir` when finished. The
     /// partial directory `.NAME.partial-PID` is created beside it (a stale one of
-    /// the same name is removed first). `final_dir` itself is not touched until
-    /// [`RecordWriter::finish`].
+    /// the same name is removed first, and so are the partial directories of
+    /// this record left by processes no longer running). `final_dir` itself is
+    /// not touched until [`RecordWriter::finish`].
     pub fn create(final_dir: &Path, meta: RunMeta) -> Result<Self> {
         let name = final_dir
             .file_name()
@@ -113,6 +157,7 @@ impl RecordWriter {
             _ => PathBuf::from("."),
         };
         fs::create_dir_all(&parent).map_err(|e| RecordError::io(&parent, "creating", e))?;
+        remove_dead_partials(&parent, &name);
         let partial_dir = parent.join(format!(".{name}.partial-{}", std::process::id()));
         // Two writers of this process on the same record would share the
         // partial directory: refuse the second rather than destroy the first.
@@ -481,6 +526,69 @@ impl Drop for RecordWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::meta::Origin;
+
+    #[test]
+    fn partial_names() {
+        assert_eq!(partial_pid(".x.partial-123", "x"), Some(123));
+        assert_eq!(partial_pid(".v5.16,a=b.partial-7", "v5.16,a=b"), Some(7));
+        for other in [
+            "x.partial-123",
+            ".x.partial-",
+            ".x.partial-12a",
+            ".x.partial-+12",
+            ".x.partial-99999999999999999999",
+            ".xy.partial-123",
+            ".x.old-123",
+            ".x.partial-1.partial-2",
+            ".y.partial-123",
+        ] {
+            assert_eq!(partial_pid(other, "x"), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn removes_partials_of_dead_processes() {
+        if !Path::new("/proc/self").exists() {
+            return; // No way to tell a dead PID here; nothing is removed.
+        }
+        let dir =
+            std::env::temp_dir().join(format!("reclaimlab-writer-stale-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        // Left by a process that no longer runs (beyond any pid_max).
+        let dead = dir.join(".x.partial-999999999");
+        fs::create_dir(&dead).unwrap();
+        fs::write(dead.join("vmstat.csv"), "t_s,step\n").unwrap();
+        // Of a running process (PID 1 always is): in use, kept.
+        let live = dir.join(".x.partial-1");
+        fs::create_dir(&live).unwrap();
+        // Not this record's partial directory, or not a partial directory.
+        let keep = [
+            ".y.partial-999999999",
+            ".x.old-999999999",
+            "x-notes",
+            ".x.partial-999999999x",
+        ];
+        for k in keep {
+            fs::create_dir(dir.join(k)).unwrap();
+        }
+        let w =
+            RecordWriter::create(&dir.join("x"), RunMeta::new("x", Origin::Sim, "v5.15")).unwrap();
+        assert!(
+            !dead.exists(),
+            "the dead process's partial directory is left"
+        );
+        assert!(
+            live.exists(),
+            "a running process's partial directory was removed"
+        );
+        for k in keep {
+            assert!(dir.join(k).exists(), "{k} was removed");
+        }
+        drop(w);
+        let _ = fs::remove_dir_all(&dir);
+    }
 
     #[test]
     fn secs_format() {

@@ -9,6 +9,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use reclaimlab_kernel::{boot, SimConfig, TaskKind};
 
@@ -92,6 +93,9 @@ pub struct RunSummary {
     pub trace_lines: u64,
     /// Invariant violation found by the end-of-step check, if any.
     pub invariant_error: Option<String>,
+    /// The `stop` flag of [`run_with_stop`] cut the run short: the sink holds
+    /// only part of the run and the summary describes only that part.
+    pub interrupted: bool,
 }
 
 const NS: f64 = 1e9;
@@ -204,10 +208,36 @@ pub fn run(
     progress: &mut dyn FnMut(f64),
     check_invariants: bool,
 ) -> RunSummary {
+    run_with_stop(
+        cfg,
+        steps,
+        sink,
+        progress,
+        check_invariants,
+        &AtomicBool::new(false),
+    )
+}
+
+/// [`run`], stopping early once `stop` is set (by a signal handler, say): it
+/// is checked before each step and after every vmstat sample, so a run stops
+/// within one `sim.vmstat_interval_ms` of simulated time. A stopped run has
+/// [`RunSummary::interrupted`] set; what the sink got is then incomplete.
+pub fn run_with_stop(
+    cfg: &SimConfig,
+    steps: &[StepSpec],
+    sink: &mut dyn Sink,
+    progress: &mut dyn FnMut(f64),
+    check_invariants: bool,
+    stop: &AtomicBool,
+) -> RunSummary {
     let mut summary = RunSummary::default();
     let mut base_ns: u64 = 0;
     let mut names_sent = false;
     for st in steps {
+        if stop.load(Ordering::Relaxed) {
+            summary.interrupted = true;
+            break;
+        }
         let w = boot(cfg);
         w.k().exec.start_at(base_ns);
         let samples: Samples = Rc::new(RefCell::new(Vec::new()));
@@ -279,6 +309,10 @@ pub fn run(
             if finite > 0 && done.get() >= finite {
                 break;
             }
+            if stop.load(Ordering::Relaxed) {
+                summary.interrupted = true;
+                break;
+            }
         }
         // The step ends at its last sample (early if its finite work is done).
         let end = t;
@@ -314,6 +348,9 @@ pub fn run(
         // Task futures hold the world: drop them to free the step's machine.
         w.shutdown();
         drop(w);
+        if summary.interrupted {
+            break;
+        }
     }
     summary.elapsed_s = base_ns as f64 / NS;
     summary
