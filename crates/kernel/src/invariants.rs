@@ -66,6 +66,7 @@ impl Kernel {
             }
         }
         let (mut iso, mut wb, mut dirty, mut swc) = ([0i64; 2], 0i64, 0i64, 0i64);
+        let mut file_wb = vec![0u64; self.bdis.len()];
         for (pfn, p) in self.frames.pages.iter().enumerate() {
             if p.test(pg::ISOLATED) {
                 if p.test(pg::LRU | pg::BUDDY) {
@@ -107,6 +108,9 @@ impl Kernel {
             {
                 return Err(format!("file pfn {pfn} not in its page cache slot"));
             }
+            if p.test(pg::FILE) && p.test(pg::WRITEBACK) {
+                file_wb[self.files[p.owner as usize].dev] += 1;
+            }
             if !p.test(pg::FILE) && p.owner != ORPHAN && !p.test(pg::SWAPCACHE) {
                 let m = &self.anon[p.owner as usize];
                 if !m.alive || m.pte.get(p.index as usize) != pfn as u32 {
@@ -114,6 +118,14 @@ impl Kernel {
                         "anon pfn {pfn} not mapped by its owner and not in swap cache"
                     ));
                 }
+            }
+        }
+        for (d, b) in self.bdis.iter().enumerate() {
+            if b.nr_writeback != file_wb[d] {
+                return Err(format!(
+                    "device {d}: {} file pages counted under writeback, {} flagged",
+                    b.nr_writeback, file_wb[d]
+                ));
             }
         }
         let sum = |s: NodeStat| self.nodes.iter().map(|n| n.state(s)).sum::<i64>();

@@ -171,7 +171,7 @@ impl Kernel {
             .iter()
             .map(|d| BlockDev::new(d, &params))
             .collect();
-        let bdis = (0..devs.len()).map(|_| Bdi::default()).collect();
+        let bdis = (0..devs.len()).map(|_| Bdi::new()).collect();
         let swap = SwapInfo::new(machine.swap_mib * 256, machine.swap_dev());
         Kernel {
             exec: Exec::default(),

@@ -8,8 +8,10 @@
 //! inode per round, resuming at `writeback_index`; `balance_dirty_pages`
 //! uses the global position control (`pos_ratio`, a cubic around the
 //! setpoint between freerun and the limit) with a dirty rate limit of the
-//! device's write bandwidth shared by the active dirtiers, pauses capped at
-//! `max(HZ/5, 1)`; no per-wb share, no bandwidth estimation.
+//! estimated write bandwidth shared by the active dirtiers ([`bandwidth`]),
+//! pauses capped by `wb_max_pause`; no per-wb share.
+
+mod bandwidth;
 
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -44,6 +46,19 @@ pub struct Bdi {
     /// `wb->dirty_sleep`: when a dirtier last paused (blk-wbt's
     /// `wb_recent_wait` looks at it).
     pub dirty_sleep: Option<u64>,
+    /// `wb->stat[WB_WRITTEN]`: file pages whose writeback ended.
+    pub written: u64,
+    /// File pages of this device under writeback (`wb->writeback_inodes`
+    /// is non-zero when this is).
+    pub nr_writeback: u64,
+    /// `wb->written_stamp`: `written` at the last bandwidth update.
+    pub written_stamp: u64,
+    /// `wb->bw_time_stamp`, in jiffies.
+    pub bw_time_stamp: u64,
+    /// `wb->write_bandwidth`, pages per second.
+    pub write_bandwidth: u64,
+    /// `wb->avg_write_bandwidth`, pages per second (smoothed).
+    pub avg_write_bandwidth: u64,
 }
 
 impl Kernel {
@@ -114,6 +129,14 @@ impl Kernel {
         self.nodes[nid].mod_state(NodeStat::NrWriteback, -1);
         self.count(Ev::NrWritten, 1);
         let p = self.frames.get(pfn);
+        if p.test(pg::FILE) && p.owner != ORPHAN {
+            // __wb_writeout_add(): WB_WRITTEN counts file pages only (swap
+            // cache mappings have no writeback accounting).
+            let b = &mut self.bdis[self.files[p.owner as usize].dev];
+            b.written += 1;
+            b.nr_writeback -= 1;
+        }
+        let p = self.frames.get(pfn);
         if p.owner == ORPHAN && !p.test(pg::FILE) && !p.test(pg::ISOLATED) {
             // Its mapping went away during the write: the last reference drops.
             self.lru_del(pfn);
@@ -174,6 +197,7 @@ impl Kernel {
                     let nid = self.frames.get(e).nid as usize;
                     self.frames.get_mut(e).set(pg::WRITEBACK);
                     self.nodes[nid].mod_state(NodeStat::NrWriteback, 1);
+                    self.bdis[d].nr_writeback += 1;
                     let pos = self.files[f as usize].pos + u64::from(idx);
                     let max = self.devs[d].max_request_pages;
                     match reqs.last_mut() {
@@ -205,12 +229,12 @@ impl Kernel {
 
     /// `writeback_chunk_size` (fs/fs-writeback.c, 5.15) for WB_SYNC_NONE
     /// work: pages written per inode before the flusher moves to the next,
-    /// half a second of the device's write bandwidth (its nominal one here,
-    /// the kernel's estimate there), at most an eighth of the dirty limit
+    /// half a second of the estimated write bandwidth
+    /// (`wb->avg_write_bandwidth`), at most an eighth of the dirty limit
     /// (`DIRTY_SCOPE`), rounded down to 4 MiB after adding 4 MiB
     /// (`MIN_WRITEBACK_PAGES`).
     fn writeback_chunk_size(&self, d: usize) -> u64 {
-        let bw = (1e9 / self.devs[d].write_ns_per_page) as u64;
+        let bw = self.bdis[d].avg_write_bandwidth;
         let (thresh, _) = self.dirty_thresholds();
         let pages = (bw / 2).min(thresh / 8);
         (pages + MIN_WRITEBACK_PAGES) / MIN_WRITEBACK_PAGES * MIN_WRITEBACK_PAGES
@@ -260,6 +284,8 @@ pub async fn flusher(w: Rc<World>, d: usize) {
                 loop {
                     let got = {
                         let mut k = w.k();
+                        // do_writepages() (5.15) brackets each inode's write.
+                        k.wb_bandwidth_estimate_start(d);
                         let chunk = k.writeback_chunk_size(d);
                         k.writeback_one_inode(d, left.min(chunk), older_than)
                     };
@@ -279,6 +305,7 @@ pub async fn flusher(w: Rc<World>, d: usize) {
                     for (pages, pos) in reqs {
                         submit_bio(&w, d, ReqKind::FileWrite, pages, pos, false).await;
                     }
+                    w.k().wb_maybe_update_bandwidth(d);
                     left = left.saturating_sub(n);
                     let stop = {
                         let k = w.k();
@@ -365,11 +392,15 @@ async fn balance_dirty_pages(w: &World) {
             } else {
                 (1.0 + x * x * x).clamp(0.0, 2.0)
             };
-            let write_bw = 1e9 / k.devs[d].write_ns_per_page; // pages/s
+            // The estimate is refreshed every BANDWIDTH_INTERVAL by the
+            // dirtiers too (__wb_update_bandwidth with update_ratelimit).
+            k.wb_maybe_update_bandwidth(d);
+            let write_bw = k.bdis[d].avg_write_bandwidth as f64; // pages/s
             let dirty_ratelimit = (write_bw / nr_dirtiers).max(1.0);
             let task_ratelimit = dirty_ratelimit * pos_ratio;
-            let hz = k.params.hz;
-            let max_pause = (hz / 5).max(1) * k.params.tick_ns();
+            // wb_max_pause(wb, wb_dirty): one wb per device, whose dirty and
+            // writeback pages are taken as the global ones.
+            let max_pause = k.wb_max_pause(d, dirty) * k.params.tick_ns();
             let pages_dirtied = k.current().nr_dirtied.max(1);
             let pause = if task_ratelimit < 1.0 {
                 max_pause
@@ -395,12 +426,14 @@ async fn balance_dirty_pages(w: &World) {
             (pause_j * k.params.tick_ns(), task_ratelimit >= 1.0)
         };
         let (p, done) = pause_ns;
-        // io_schedule_timeout(pause) in TASK_KILLABLE, then wb->dirty_sleep = now.
-        let deadline = w.k().exec.now() + p;
+        // wb->dirty_sleep = now, then io_schedule_timeout(pause) in
+        // TASK_KILLABLE (5.15: the stamp is the pause's start).
+        let now = w.k().exec.now();
+        let deadline = now + p;
         {
             let mut k = w.k();
             let d = k.machine.data_dev();
-            k.bdis[d].dirty_sleep = Some(deadline);
+            k.bdis[d].dirty_sleep = Some(now);
         }
         w.sleep_until(deadline).await;
         if done || w.k().current().killed {

@@ -1,0 +1,156 @@
+//! The write bandwidth estimate of a `bdi_writeback` (mm/page-writeback.c,
+//! 5.15: `__wb_update_bandwidth`, `wb_update_write_bandwidth`,
+//! `wb_bandwidth_estimate_start`, `wb_max_pause`).
+//!
+//! Why it matters here: the flusher's per-inode chunk
+//! (`writeback_chunk_size`), the dirtiers' base rate and their longest
+//! pause all scale with what the device was *seen* to write, not with its
+//! datasheet speed. Under reclaim the two differ: reads (swap-ins) go first
+//! in mq-deadline and blk-wbt holds background writes back, so the
+//! estimate falls and the flusher writes smaller chunks per inode.
+//!
+//! Simplified: one wb per device; the base dirty rate is the estimate
+//! shared by the active dirtiers, not the kernel's separately tracked
+//! `dirty_ratelimit` (which converges to that); no delayed `bw_dwork`
+//! update after the last writeback ends (`wb_bandwidth_estimate_start`
+//! discards the idle time instead, as the kernel does too).
+
+use super::Bdi;
+use crate::Kernel;
+
+/// `INIT_BW`: 100 MB/s in pages per second.
+pub const INIT_BW: u64 = 100 << (20 - 12);
+
+impl Bdi {
+    /// A `bdi_writeback` as `wb_init` leaves it.
+    pub fn new() -> Bdi {
+        Bdi {
+            write_bandwidth: INIT_BW,
+            avg_write_bandwidth: INIT_BW,
+            ..Bdi::default()
+        }
+    }
+}
+
+impl Bdi {
+    /// `wb_update_write_bandwidth`: blends the pages written in the last
+    /// `elapsed` jiffies into `write_bandwidth` over a period of
+    /// `roundup_pow_of_two(3 * HZ)` jiffies (a longer gap replaces it
+    /// outright), then moves `avg_write_bandwidth` an eighth of the way
+    /// towards it when the old and new estimates agree on the direction
+    /// (the kernel's spike filter).
+    fn update_write_bandwidth(&mut self, elapsed: u64, hz: u64) {
+        let period = (3 * hz).next_power_of_two();
+        let written = self.written;
+        let mut bw = (written - written.min(self.written_stamp)) * hz;
+        let mut avg = self.avg_write_bandwidth;
+        let old = self.write_bandwidth;
+        if elapsed > period {
+            bw /= elapsed;
+            avg = bw;
+        } else {
+            bw += old * (period - elapsed);
+            bw >>= period.trailing_zeros();
+            if avg > old && old >= bw {
+                avg -= (avg - old) >> 3;
+            }
+            if avg < old && old <= bw {
+                avg += (old - avg) >> 3;
+            }
+        }
+        self.write_bandwidth = bw;
+        self.avg_write_bandwidth = avg.max(1);
+        self.written_stamp = written;
+    }
+}
+
+impl Kernel {
+    /// `BANDWIDTH_INTERVAL`: `max(HZ/5, 1)` jiffies between updates.
+    fn bandwidth_interval(&self) -> u64 {
+        (self.params.hz / 5).max(1)
+    }
+
+    /// `wb_bandwidth_estimate_start` (called by `do_writepages`): after
+    /// more than `WB_BANDWIDTH_IDLE_JIF` (HZ) without an update and with no
+    /// writeback in flight, restart the estimate period now, so that idle
+    /// time does not count as slow writing.
+    pub(super) fn wb_bandwidth_estimate_start(&mut self, d: usize) {
+        let now = self.jiffies();
+        let b = &mut self.bdis[d];
+        if now.saturating_sub(b.bw_time_stamp) > self.params.hz && b.nr_writeback == 0 {
+            b.written_stamp = b.written;
+            b.bw_time_stamp = now;
+        }
+    }
+
+    /// The `time_is_before_jiffies(wb->bw_time_stamp + BANDWIDTH_INTERVAL)`
+    /// check of `do_writepages` and `balance_dirty_pages`, then
+    /// `__wb_update_bandwidth`.
+    pub(super) fn wb_maybe_update_bandwidth(&mut self, d: usize) {
+        let now = self.jiffies();
+        if now > self.bdis[d].bw_time_stamp + self.bandwidth_interval() {
+            self.wb_update_bandwidth(d, now);
+        }
+    }
+
+    /// `__wb_update_bandwidth` (without the dirty-ratelimit part).
+    fn wb_update_bandwidth(&mut self, d: usize, now: u64) {
+        let hz = self.params.hz;
+        let b = &mut self.bdis[d];
+        let elapsed = now.saturating_sub(b.bw_time_stamp).max(1);
+        b.update_write_bandwidth(elapsed, hz);
+        b.bw_time_stamp = now;
+    }
+
+    /// `wb_max_pause`: the longest `balance_dirty_pages` pause, in jiffies:
+    /// long enough to let the wb's dirty pages drain at the estimated rate,
+    /// at most `MAX_PAUSE` (`max(HZ/5, 1)`).
+    pub(super) fn wb_max_pause(&self, d: usize, wb_dirty: u64) -> u64 {
+        let hz = self.params.hz;
+        let bw = self.bdis[d].avg_write_bandwidth;
+        let t = wb_dirty / (1 + bw / (1 + hz / 8).next_power_of_two()) + 1;
+        t.min((hz / 5).max(1))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A steady writer at 50 MB/s (12800 pages/s), updates every 50
+    /// jiffies at HZ=250: both estimates fall from INIT_BW monotonically,
+    /// never below the true rate, and settle on it; the average lags.
+    #[test]
+    fn estimate_converges_to_the_written_rate() {
+        let mut b = Bdi::new();
+        let mut last = (INIT_BW, INIT_BW);
+        for i in 1..=300 {
+            b.written += 12800 / 5;
+            b.update_write_bandwidth(50, 250);
+            let now = (b.write_bandwidth, b.avg_write_bandwidth);
+            assert!(
+                now.0 <= last.0 && now.1 <= last.1,
+                "update {i}: {last:?} -> {now:?}"
+            );
+            assert!(
+                now.0 >= 12800 - 1 && now.1 >= 12800 - 1,
+                "update {i}: {now:?}"
+            );
+            if i == 5 {
+                assert!(now.1 > now.0, "the average lags: {now:?}");
+            }
+            last = now;
+        }
+        assert!(last.0 < 12900 && last.1 < 13300, "{last:?}");
+    }
+
+    /// After a gap longer than the period the estimate is the rate of that
+    /// gap alone, average included.
+    #[test]
+    fn a_long_gap_replaces_the_estimate() {
+        let mut b = Bdi::new();
+        b.written = 2000 * 10; // 2000 pages/s over 10 s
+        b.update_write_bandwidth(2500, 250);
+        assert_eq!((b.write_bandwidth, b.avg_write_bandwidth), (2000, 2000));
+    }
+}
