@@ -60,7 +60,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     if let Some(path) = &args.html {
-        std::fs::write(path, render_html(&report))
+        crate::write_file::write_whole(path, &render_html(&report))
             .with_context(|| format!("cannot write the HTML report to {}", path.display()))?;
         eprintln!("reclaimlab: HTML report written to {}", path.display());
     }

@@ -602,7 +602,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .context("cannot read back the records just written")?;
     print!("{}", reclaimlab_report::render_text(&report));
     let html = args.html.clone().unwrap_or_else(|| out.join("report.html"));
-    std::fs::write(&html, reclaimlab_report::render_html(&report))
+    crate::write_file::write_whole(&html, &reclaimlab_report::render_html(&report))
         .with_context(|| format!("cannot write {}", html.display()))?;
     eprintln!("reclaimlab: HTML report: {}", html.display());
     Ok(ExitCode::SUCCESS)

@@ -61,7 +61,8 @@ pub fn save_host_profile(host_toml: Option<&str>, out: &Path) -> anyhow::Result<
     std::fs::create_dir_all(out)
         .with_context(|| format!("cannot create the output directory {}", out.display()))?;
     let file = out.join(HOST_PROFILE_FILE);
-    std::fs::write(&file, text).with_context(|| format!("cannot write {}", file.display()))?;
+    crate::write_file::write_whole(&file, text.as_bytes())
+        .with_context(|| format!("cannot write {}", file.display()))?;
     eprintln!(
         "reclaimlab: --machine host: profile written to {f}; pass `--machine {f}` to repeat this run exactly",
         f = file.display()

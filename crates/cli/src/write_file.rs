@@ -1,0 +1,50 @@
+//! Writing an output file whole or not at all.
+
+use std::io::Write;
+use std::path::Path;
+
+/// Writes `bytes` to `path` through a temporary file beside it, renamed into
+/// place once complete: a signal, a full disk or a crash mid-write leaves the
+/// previous file (or none), never a truncated HTML report.
+pub fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "out".to_string());
+    let tmp = path.with_file_name(format!(".{name}.tmp-{}", std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn replaces_the_file_and_leaves_no_temporary() {
+        let dir =
+            std::env::temp_dir().join(format!("reclaimlab-write-whole-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("report.html");
+        std::fs::write(&p, "old").unwrap();
+        write_whole(&p, b"new").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+        // A directory that does not exist: an error, and nothing created.
+        assert!(write_whole(&dir.join("missing/report.html"), b"x").is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
