@@ -5,7 +5,11 @@
 //!
 //! Each step runs on a freshly booted machine (mmtests drops caches and
 //! recreates its files between worker counts); steps follow each other on
-//! one time base.
+//! one time base. The event counters of `/proc/vmstat` (`pgscan_*`,
+//! `pgfault`, …) carry on from step to step, as they do on the one machine
+//! mmtests runs all worker counts on, so a record's last row minus its first
+//! is the whole run, as mmtests' Ops table takes it; gauges (`nr_*` states)
+//! are each step's own.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -233,6 +237,18 @@ pub fn run_with_stop(
     let mut summary = RunSummary::default();
     let mut base_ns: u64 = 0;
     let mut names_sent = false;
+    // Event counters of the steps before this one, added to this step's
+    // (each step boots a kernel whose counters start at 0).
+    let first_event = reclaimlab_kernel::vmstat::GAUGE_NAMES.len();
+    let mut carried = vec![0u64; reclaimlab_kernel::vmstat::NR_EVS];
+    let mut last_values: Vec<u64> = Vec::new();
+    let cumulative = |mut v: Vec<u64>, last: &mut Vec<u64>, carried: &[u64]| {
+        for (x, c) in v[first_event..].iter_mut().zip(carried) {
+            *x += c;
+        }
+        last.clone_from(&v);
+        v
+    };
     for st in steps {
         if stop.load(Ordering::Relaxed) {
             summary.interrupted = true;
@@ -240,6 +256,9 @@ pub fn run_with_stop(
         }
         let w = boot(cfg);
         w.k().exec.start_at(base_ns);
+        if !last_values.is_empty() {
+            carried.copy_from_slice(&last_values[first_event..]);
+        }
         let samples: Samples = Rc::new(RefCell::new(Vec::new()));
         // Workers with a finite amount of work end the step when all are done.
         let done = Rc::new(Cell::new(0u32));
@@ -273,7 +292,7 @@ pub fn run_with_stop(
         }
         let mut t = base_ns;
         {
-            let v = w.k().vmstat_values();
+            let v = cumulative(w.k().vmstat_values(), &mut last_values, &carried);
             sink.vmstat(t as f64 / NS, st.step, &v);
         }
         while t < end {
@@ -297,7 +316,7 @@ pub fn run_with_stop(
             for (metric, at, us) in samples.borrow_mut().drain(..) {
                 sink.latency(st.step, metric, at as f64 / NS, us);
             }
-            let v = k.vmstat_values();
+            let v = cumulative(k.vmstat_values(), &mut last_values, &carried);
             sink.vmstat(t as f64 / NS, st.step, &v);
             if check_invariants && summary.invariant_error.is_none() {
                 if let Err(e) = k.check_invariants() {

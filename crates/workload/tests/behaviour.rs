@@ -554,3 +554,45 @@ fn mq_deadline_and_wbt_put_reads_before_writeback() {
     // The writers still get their pages written.
     assert!(sched.delta("nr_written") > 0);
 }
+
+/// `/proc/vmstat`'s event counters (`vm_event_item`, and the node counters
+/// that only grow) never go back, on one machine: across the steps of a run
+/// (each a freshly booted simulated kernel) they carry on, so a record's
+/// last row minus its first is the whole run, as mmtests' Ops table takes
+/// it, while gauges (`nr_free_pages`) are each step's own.
+#[test]
+fn vmstat_event_counters_carry_on_across_steps() {
+    let m = machine(TINY);
+    let p = profile("v5.15").unwrap();
+    let cfg = SimConfig::new(m, p, Params::defaults(p), 3);
+    let spec = Spec::parse(DIRTY_MIX, "test").unwrap();
+    let mut one = StepSpec::from_spec(&spec);
+    one.duration_s = 4.0;
+    let mut two = one.clone();
+    two.step = one.step + 1;
+    let mut c = Collect::default();
+    run(&cfg, &[one.clone(), two], &mut c, &mut |_| {}, false);
+    let mut alone = Collect::default();
+    run(&cfg, &[one], &mut alone, &mut |_| {}, false);
+    let gauges = reclaimlab_kernel::vmstat::GAUGE_NAMES.len();
+    for w in c.rows.windows(2) {
+        for (i, name) in c.names.iter().enumerate().skip(gauges) {
+            assert!(
+                w[1][i] >= w[0][i],
+                "{name} went back: {} -> {}",
+                w[0][i],
+                w[1][i]
+            );
+        }
+    }
+    // The second step started from the first one's totals: the whole run
+    // scanned more than the first step alone (the same step, same seed).
+    let first = alone.delta("pgscan_kswapd") + alone.delta("pgscan_direct");
+    let whole = c.delta("pgscan_kswapd") + c.delta("pgscan_direct");
+    assert!(first > 0, "no reclaim in a step: the check is vacuous");
+    assert!(whole > first, "whole run {whole} vs first step {first}");
+    // The gauge restarts: the second step's first row is a fresh boot.
+    let free = c.names.iter().position(|n| n == "nr_free_pages").unwrap();
+    let boot_rows = c.rows.iter().filter(|r| r[free] == c.rows[0][free]).count();
+    assert!(boot_rows >= 2, "each step starts with all memory free");
+}
