@@ -31,6 +31,24 @@ impl VmstatSnapshot {
     }
 }
 
+/// Whether a `/proc/vmstat` name is an event counter (only ever grows while
+/// the machine is up) rather than a gauge: the `nr_*` items are gauges except
+/// the node counters that count events, and `workingset_nodes` is a gauge.
+pub fn is_event_counter(name: &str) -> bool {
+    const NR_EVENTS: &[&str] = &[
+        "nr_vmscan_write",
+        "nr_vmscan_immediate_reclaim",
+        "nr_dirtied",
+        "nr_written",
+        "nr_foll_pin_acquired",
+        "nr_foll_pin_released",
+    ];
+    if name.starts_with("nr_") {
+        return NR_EVENTS.contains(&name);
+    }
+    name != "workingset_nodes"
+}
+
 /// Parses one `name value` line of `/proc/vmstat`. Blank lines give `Ok(None)`.
 ///
 /// Values are non-negative integers; a negative value (some per-cpu-drifted
@@ -117,15 +135,54 @@ impl Vmstat {
 
     /// Last minus first row over the whole run; `None` if the counter is absent
     /// or there are fewer than two rows. Gauges (`nr_free_pages`) can go down,
-    /// hence signed.
+    /// hence signed. An event counter that goes back (a reboot between the
+    /// rows, or a simulated record written before its counters carried on
+    /// across steps) is summed over its stretches, each counted from 0 where
+    /// it restarted (see [`Vmstat::restarts`]).
     pub fn delta(&self, counter: &str) -> Option<i64> {
         let i = self.index(counter)?;
         if self.rows.len() < 2 {
             return None;
         }
-        let first = self.rows.first()?.values.get(i)?;
-        let last = self.rows.last()?.values.get(i)?;
-        Some(*last as i64 - *first as i64)
+        self.column_delta(i)
+    }
+
+    fn column_delta(&self, i: usize) -> Option<i64> {
+        let first = *self.rows.first()?.values.get(i)?;
+        let last = *self.rows.last()?.values.get(i)?;
+        if !is_event_counter(&self.counters[i]) {
+            return Some(last as i64 - first as i64);
+        }
+        let mut total: i64 = 0;
+        let mut prev = first;
+        for r in &self.rows[1..] {
+            let v = *r.values.get(i)?;
+            total += if v >= prev {
+                (v - prev) as i64
+            } else {
+                v as i64
+            };
+            prev = v;
+        }
+        Some(total)
+    }
+
+    /// Where event counters went back: `(t_s of the row, counter)` for the
+    /// first counter that did at each such row. Empty for a well-formed
+    /// record of one boot.
+    pub fn restarts(&self) -> Vec<(f64, String)> {
+        let events: Vec<usize> = (0..self.counters.len())
+            .filter(|&i| is_event_counter(&self.counters[i]))
+            .collect();
+        self.rows
+            .windows(2)
+            .filter_map(|w| {
+                events.iter().find_map(|&i| {
+                    let (a, b) = (w[0].values.get(i)?, w[1].values.get(i)?);
+                    (b < a).then(|| (w[1].t_s, self.counters[i].clone()))
+                })
+            })
+            .collect()
     }
 
     /// Last minus first row of one step; `None` if the counter is absent or the
@@ -139,17 +196,15 @@ impl Vmstat {
         Some(*last.values.get(i)? as i64 - *first.values.get(i)? as i64)
     }
 
-    /// Whole-run deltas of every counter, in header order (empty with fewer than two rows).
+    /// Whole-run deltas of every counter, in header order (empty with fewer
+    /// than two rows), as [`Vmstat::delta`] computes them.
     pub fn deltas(&self) -> Vec<(&str, i64)> {
-        match (self.rows.first(), self.rows.last()) {
-            (Some(f), Some(l)) if self.rows.len() >= 2 => self
-                .counters
-                .iter()
-                .zip(f.values.iter().zip(&l.values))
-                .map(|(c, (a, b))| (c.as_str(), *b as i64 - *a as i64))
-                .collect(),
-            _ => Vec::new(),
+        if self.rows.len() < 2 {
+            return Vec::new();
         }
+        (0..self.counters.len())
+            .filter_map(|i| Some((self.counters[i].as_str(), self.column_delta(i)?)))
+            .collect()
     }
 
     /// Values of one counter over time: `(t_s, step, value)`.
@@ -194,7 +249,7 @@ mod tests {
     #[test]
     fn deltas() {
         let v = Vmstat {
-            counters: vec!["a".into(), "b".into()],
+            counters: vec!["pgscan_kswapd".into(), "nr_free_pages".into()],
             rows: vec![
                 VmstatRow {
                     t_s: 0.0,
@@ -218,12 +273,43 @@ mod tests {
                 },
             ],
         };
-        assert_eq!(v.delta("a"), Some(16));
-        assert_eq!(v.delta("b"), Some(4));
-        assert_eq!(v.delta_in_step("a", 6), Some(6));
-        assert_eq!(v.delta_in_step("b", 4), Some(-2));
-        assert_eq!(v.delta_in_step("a", 8), None);
+        assert_eq!(v.delta("pgscan_kswapd"), Some(16));
+        assert_eq!(v.delta("nr_free_pages"), Some(4));
+        assert_eq!(v.delta_in_step("pgscan_kswapd", 6), Some(6));
+        assert_eq!(v.delta_in_step("nr_free_pages", 4), Some(-2));
+        assert_eq!(v.delta_in_step("pgscan_kswapd", 8), None);
         assert_eq!(v.delta("zz"), None);
-        assert_eq!(v.deltas(), vec![("a", 16), ("b", 4)]);
+        assert_eq!(
+            v.deltas(),
+            vec![("pgscan_kswapd", 16), ("nr_free_pages", 4)]
+        );
+    }
+
+    /// An event counter that goes back restarted (a reboot, or one boot per
+    /// step): the delta sums its stretches, each from 0; gauges are last −
+    /// first; the restart is reported.
+    #[test]
+    fn restarted_counters_sum_their_stretches() {
+        let row = |t_s: f64, step: u32, values: Vec<u64>| VmstatRow { t_s, step, values };
+        let v = Vmstat {
+            counters: vec![
+                "pgscan_direct".into(),
+                "nr_dirty".into(),
+                "nr_dirtied".into(),
+            ],
+            rows: vec![
+                row(0.0, 4, vec![0, 100, 0]),
+                row(1.0, 4, vec![70, 50, 40]),
+                row(1.0, 6, vec![0, 10, 0]),
+                row(2.0, 6, vec![30, 90, 25]),
+            ],
+        };
+        assert_eq!(v.delta("pgscan_direct"), Some(100));
+        assert_eq!(v.delta("nr_dirtied"), Some(65));
+        assert_eq!(v.delta("nr_dirty"), Some(-10));
+        assert_eq!(v.restarts(), vec![(1.0, "pgscan_direct".to_string())]);
+        assert!(is_event_counter("workingset_refault_file"));
+        assert!(!is_event_counter("workingset_nodes"));
+        assert!(!is_event_counter("nr_writeback"));
     }
 }

@@ -96,8 +96,11 @@ pub struct TraceStatus {
 pub struct RunInput {
     /// Metadata.
     pub meta: RunMeta,
-    /// Whole-run counter deltas (last row − first row of `vmstat.csv`).
+    /// Whole-run counter deltas (last row − first row of `vmstat.csv`; an
+    /// event counter that restarted is summed over its stretches).
     pub vmstat_delta: BTreeMap<String, i64>,
+    /// Where event counters went back in `vmstat.csv`: (time, counter).
+    pub vmstat_restarts: Vec<(f64, String)>,
     /// Counter time series for the plots.
     pub vmstat_series: Vec<VmstatPoint>,
     /// All latency samples.

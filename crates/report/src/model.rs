@@ -321,6 +321,13 @@ pub fn build_report(runs: &[RunInput], opts: Options) -> Report {
             labels.push(l);
         }
         ops_per_run.push(labels);
+        if let Some((t, c)) = run.vmstat_restarts.first() {
+            notes.push(format!(
+                "{}: vmstat counters went back {} time(s) (first: {c} at {t:.1} s; a reboot, or a simulated record written before its counters carried on across steps): the Ops rows sum each stretch",
+                run.meta.name,
+                run.vmstat_restarts.len()
+            ));
+        }
         let ops = compute_ops(
             &run.vmstat_delta,
             run.meta.duration.elapsed_s,

@@ -127,6 +127,7 @@ pub fn load_run(dir: &Path) -> Result<RunInput, LoadError> {
     };
     Ok(RunInput {
         meta,
+        vmstat_restarts: vm.restarts(),
         vmstat_delta,
         vmstat_series,
         latency,
