@@ -211,12 +211,11 @@ fn main() {
         drop_cache(&f);
         memcg.enter(LIMIT_MIB * MIB);
         let (scan0, steal0) = (memcg.stat("pgscan"), memcg.stat("pgsteal"));
-        let (t, in0, out0) = (std::time::Instant::now(), vmstat("pgpgin"), ());
+        let (t, in0) = (std::time::Instant::now(), vmstat("pgpgin"));
         let limited = read_all(&f) as f64;
         io.1 = t.elapsed().as_secs_f64();
         io.3 = vmstat("pgpgin") - in0;
         let (scan1, steal1) = (memcg.stat("pgscan"), memcg.stat("pgsteal"));
-        let _ = out0;
         hits = memcg.limit_hits();
         memcg.leave();
         drop_cache(&f);
