@@ -178,18 +178,27 @@ impl Kernel {
     }
 }
 
-/// Sets the young bits of pages `[from, to)`.
+/// Sets the young bits of pages `[from, to)`: the partial words at either
+/// end bit by bit, the whole words between with one fill.
 fn set_young_range(young: &mut [u64], from: usize, to: usize) {
-    let mut i = from;
-    while i < to {
-        let (w, b) = (i / 64, i % 64);
-        let n = (64 - b).min(to - i);
-        young[w] |= if n == 64 {
-            u64::MAX
-        } else {
-            ((1u64 << n) - 1) << b
-        };
-        i += n;
+    if from >= to {
+        return;
+    }
+    let mask = |lo: usize, hi: usize| -> u64 {
+        // Bits [lo, hi) of a word, 0 <= lo < hi <= 64.
+        let high = if hi == 64 { u64::MAX } else { (1u64 << hi) - 1 };
+        high & !((1u64 << lo) - 1)
+    };
+    let (w0, b0) = (from / 64, from % 64);
+    let (w1, b1) = (to / 64, to % 64);
+    if w0 == w1 {
+        young[w0] |= mask(b0, b1);
+        return;
+    }
+    young[w0] |= mask(b0, 64);
+    young[w0 + 1..w1].fill(u64::MAX);
+    if b1 > 0 {
+        young[w1] |= mask(0, b1);
     }
 }
 
