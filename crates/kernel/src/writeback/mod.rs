@@ -249,6 +249,14 @@ impl Kernel {
 
 /// The flusher of device `d` (`wb_workfn`).
 pub async fn flusher(w: Rc<World>, d: usize) {
+    {
+        // wb_init(): the bandwidth and dirty-sleep stamps start at boot
+        // (each step boots at its own time on the record's time base).
+        let mut k = w.k();
+        let (now_j, now) = (k.jiffies(), k.exec.now());
+        k.bdis[d].bw_time_stamp = now_j;
+        k.bdis[d].dirty_sleep = Some(now);
+    }
     let mut stalled = false;
     loop {
         // wb_do_writeback(): start_all, then kupdate (old data), then background.
