@@ -67,6 +67,7 @@ impl Kernel {
         }
         let (mut iso, mut wb, mut dirty, mut swc) = ([0i64; 2], 0i64, 0i64, 0i64);
         let mut file_wb = vec![0u64; self.bdis.len()];
+        let mut per_file_wb = vec![0u64; self.files.len()];
         for (pfn, p) in self.frames.pages.iter().enumerate() {
             if p.test(pg::ISOLATED) {
                 if p.test(pg::LRU | pg::BUDDY) {
@@ -110,6 +111,7 @@ impl Kernel {
             }
             if p.test(pg::FILE) && p.test(pg::WRITEBACK) {
                 file_wb[self.files[p.owner as usize].dev] += 1;
+                per_file_wb[p.owner as usize] += 1;
             }
             if !p.test(pg::FILE) && p.owner != ORPHAN && !p.test(pg::SWAPCACHE) {
                 let m = &self.anon[p.owner as usize];
@@ -118,6 +120,14 @@ impl Kernel {
                         "anon pfn {pfn} not mapped by its owner and not in swap cache"
                     ));
                 }
+            }
+        }
+        for (f, file) in self.files.iter().enumerate() {
+            if file.nr_writeback != per_file_wb[f] {
+                return Err(format!(
+                    "file {f}: {} pages counted under writeback, {} flagged",
+                    file.nr_writeback, per_file_wb[f]
+                ));
             }
         }
         for (d, b) in self.bdis.iter().enumerate() {

@@ -129,6 +129,10 @@ pub fn boot(cfg: &SimConfig) -> Rc<World> {
         );
         w.k().bdis[d].flusher = Some(t);
         w.spawn(t, writeback::flusher(w.clone(), d));
+        let t = w
+            .k()
+            .new_task(&format!("kworker/{d}:1-bw"), TaskKind::Kthread, 0);
+        w.spawn(t, writeback::bw_dwork(w.clone(), d));
         let name = format!("irq/{}", w.k().devs[d].name);
         let t = w.k().new_task(&name, TaskKind::Kthread, 0);
         w.spawn(t, block::device_irq(w.clone(), d));

@@ -33,6 +33,9 @@ pub struct File {
     pub cache: Slots,
     /// Dirty pages (`PAGECACHE_TAG_DIRTY` count).
     pub nr_dirty: u64,
+    /// Pages under writeback (`PAGECACHE_TAG_WRITEBACK` count): when it
+    /// falls to 0 the inode's writeback ended (`wb_inode_writeback_end`).
+    pub nr_writeback: u64,
     /// Which pages are dirty (the xarray's `PAGECACHE_TAG_DIRTY`), so that
     /// writeback finds them without walking the whole file.
     pub dirty_tag: Vec<u64>,
@@ -81,6 +84,7 @@ impl Kernel {
             size: pages,
             cache: Slots::new(pages as usize),
             nr_dirty: 0,
+            nr_writeback: 0,
             dirty_tag: vec![0; (pages as usize).div_ceil(64)],
             dirtied_when: None,
             writeback_index: 0,

@@ -183,6 +183,7 @@ impl Kernel {
             let f = &self.files[p.owner as usize];
             writes.push((f.dev, ReqKind::FileWrite, f.pos + u64::from(p.index), pfn));
             self.bdis[f.dev].nr_writeback += 1;
+            self.files[p.owner as usize].nr_writeback += 1;
         } else {
             self.count(Ev::Pswpout, 1);
             writes.push((

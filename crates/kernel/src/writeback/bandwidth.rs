@@ -9,13 +9,19 @@
 //! in mq-deadline and blk-wbt holds background writes back, so the
 //! estimate falls and the flusher writes smaller chunks per inode.
 //!
+//! Updates come from the flusher (`do_writepages`), from the dirtiers
+//! (`balance_dirty_pages`), and from the delayed `wb->bw_dwork`, queued
+//! `BANDWIDTH_INTERVAL` after an inode's writeback ends
+//! (`wb_inode_writeback_end`) so that the tail of a burst is counted.
+//!
 //! Simplified: one wb per device; the base dirty rate is the estimate
 //! shared by the active dirtiers, not the kernel's separately tracked
-//! `dirty_ratelimit` (which converges to that); no delayed `bw_dwork`
-//! update after the last writeback ends (`wb_bandwidth_estimate_start`
-//! discards the idle time instead, as the kernel does too).
+//! `dirty_ratelimit` (which converges to that).
+
+use std::rc::Rc;
 
 use super::Bdi;
+use crate::engine::World;
 use crate::Kernel;
 
 /// `INIT_BW`: 100 MB/s in pages per second.
@@ -93,6 +99,20 @@ impl Kernel {
         }
     }
 
+    /// `wb_inode_writeback_end` (5.15): an inode's last page under writeback
+    /// finished; queue the delayed update `BANDWIDTH_INTERVAL` from now
+    /// (`queue_delayed_work` leaves an already queued one as it is).
+    pub(super) fn wb_inode_writeback_end(&mut self, d: usize) {
+        if self.bdis[d].bw_dwork_at.is_some() {
+            return;
+        }
+        let at = self.exec.now() + self.bandwidth_interval() * self.params.tick_ns();
+        self.bdis[d].bw_dwork_at = Some(at);
+        let mut wq = std::mem::take(&mut self.bdis[d].bw_dwork_wait);
+        self.exec.wake_up_all(&mut wq);
+        self.bdis[d].bw_dwork_wait = wq;
+    }
+
     /// `__wb_update_bandwidth` (without the dirty-ratelimit part).
     fn wb_update_bandwidth(&mut self, d: usize, now: u64) {
         let hz = self.params.hz;
@@ -110,6 +130,39 @@ impl Kernel {
         let bw = self.bdis[d].avg_write_bandwidth;
         let t = wb_dirty / (1 + bw / (1 + hz / 8).next_power_of_two()) + 1;
         t.min((hz / 5).max(1))
+    }
+}
+
+/// `wb_update_bandwidth_workfn`: the delayed update of device `d`'s
+/// estimate, run when `wb_inode_writeback_end` queued it.
+pub async fn bw_dwork(w: Rc<World>, d: usize) {
+    loop {
+        let due = {
+            let mut k = w.k();
+            let k = &mut *k;
+            match k.bdis[d].bw_dwork_at {
+                Some(at) => Some(at),
+                None => {
+                    k.exec.prepare_to_wait(&mut k.bdis[d].bw_dwork_wait);
+                    None
+                }
+            }
+        };
+        match due {
+            Some(at) => {
+                w.sleep_until(at).await;
+                let mut k = w.k();
+                k.bdis[d].bw_dwork_at = None;
+                let now = k.jiffies();
+                k.wb_update_bandwidth(d, now);
+            }
+            None => {
+                w.block(None).await;
+                let mut k = w.k();
+                let k = &mut *k;
+                k.exec.finish_wait(&mut k.bdis[d].bw_dwork_wait);
+            }
+        }
     }
 }
 

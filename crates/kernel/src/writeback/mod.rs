@@ -13,6 +13,8 @@
 
 mod bandwidth;
 
+pub use bandwidth::bw_dwork;
+
 use std::collections::VecDeque;
 use std::rc::Rc;
 
@@ -59,6 +61,10 @@ pub struct Bdi {
     pub write_bandwidth: u64,
     /// `wb->avg_write_bandwidth`, pages per second (smoothed).
     pub avg_write_bandwidth: u64,
+    /// When the delayed bandwidth update (`wb->bw_dwork`) is due, if queued.
+    pub bw_dwork_at: Option<u64>,
+    /// The `bw_dwork` worker sleeps here while nothing is queued.
+    pub bw_dwork_wait: WaitQueue,
 }
 
 impl Kernel {
@@ -132,9 +138,15 @@ impl Kernel {
         if p.test(pg::FILE) && p.owner != ORPHAN {
             // __wb_writeout_add(): WB_WRITTEN counts file pages only (swap
             // cache mappings have no writeback accounting).
-            let b = &mut self.bdis[self.files[p.owner as usize].dev];
+            let f = p.owner as usize;
+            let d = self.files[f].dev;
+            let b = &mut self.bdis[d];
             b.written += 1;
             b.nr_writeback -= 1;
+            self.files[f].nr_writeback -= 1;
+            if self.files[f].nr_writeback == 0 {
+                self.wb_inode_writeback_end(d);
+            }
         }
         let p = self.frames.get(pfn);
         if p.owner == ORPHAN && !p.test(pg::FILE) && !p.test(pg::ISOLATED) {
@@ -198,6 +210,7 @@ impl Kernel {
                     self.frames.get_mut(e).set(pg::WRITEBACK);
                     self.nodes[nid].mod_state(NodeStat::NrWriteback, 1);
                     self.bdis[d].nr_writeback += 1;
+                    self.files[f as usize].nr_writeback += 1;
                     let pos = self.files[f as usize].pos + u64::from(idx);
                     let max = self.devs[d].max_request_pages;
                     match reqs.last_mut() {
@@ -378,13 +391,19 @@ async fn balance_dirty_pages(w: &World) {
             let freerun = (thresh + bg) / 2;
             let me = k.exec.current();
             let now = k.exec.now();
+            let d = k.machine.data_dev();
             if dirty <= freerun {
                 let t = k.current_mut();
                 t.nr_dirtied = 0;
                 t.nr_dirtied_pause = dirty_poll_interval(dirty, freerun);
+                // The end of balance_dirty_pages (5.15), reached from the
+                // freerun `break` too: start background writeback once
+                // reclaimable pages exceed the background threshold.
+                if nr_dirty > bg && k.params.laptop_mode == 0 {
+                    k.wake_flusher(d);
+                }
                 return;
             }
-            let d = k.machine.data_dev();
             if nr_dirty > bg {
                 k.wake_flusher(d);
             }
@@ -406,9 +425,10 @@ async fn balance_dirty_pages(w: &World) {
             let write_bw = k.bdis[d].avg_write_bandwidth as f64; // pages/s
             let dirty_ratelimit = (write_bw / nr_dirtiers).max(1.0);
             let task_ratelimit = dirty_ratelimit * pos_ratio;
-            // wb_max_pause(wb, wb_dirty): one wb per device, whose dirty and
-            // writeback pages are taken as the global ones.
-            let max_pause = k.wb_max_pause(d, dirty) * k.params.tick_ns();
+            // wb_max_pause(wb, sdtc->wb_dirty): this wb's dirty and
+            // writeback pages (file dirty pages all live on the data device).
+            let wb_dirty = nr_dirty + k.bdis[d].nr_writeback;
+            let max_pause = k.wb_max_pause(d, wb_dirty) * k.params.tick_ns();
             let pages_dirtied = k.current().nr_dirtied.max(1);
             let pause = if task_ratelimit < 1.0 {
                 max_pause
