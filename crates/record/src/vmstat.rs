@@ -135,53 +135,68 @@ impl Vmstat {
 
     /// Last minus first row over the whole run; `None` if the counter is absent
     /// or there are fewer than two rows. Gauges (`nr_free_pages`) can go down,
-    /// hence signed. An event counter that goes back (a reboot between the
+    /// hence signed. Across a restart of the counters (a reboot between two
     /// rows, or a simulated record written before its counters carried on
-    /// across steps) is summed over its stretches, each counted from 0 where
-    /// it restarted (see [`Vmstat::restarts`]).
+    /// across steps: see [`Vmstat::restarts`]) an event counter is counted
+    /// from 0 again; a lone event counter dipping (`nr_dirtied` goes down on
+    /// a redirty) is an ordinary negative change.
     pub fn delta(&self, counter: &str) -> Option<i64> {
         let i = self.index(counter)?;
         if self.rows.len() < 2 {
             return None;
         }
-        self.column_delta(i)
+        self.column_delta(i, &self.restart_rows())
     }
 
-    fn column_delta(&self, i: usize) -> Option<i64> {
+    fn column_delta(&self, i: usize, restart_rows: &[usize]) -> Option<i64> {
         let first = *self.rows.first()?.values.get(i)?;
         let last = *self.rows.last()?.values.get(i)?;
-        if !is_event_counter(&self.counters[i]) {
+        if restart_rows.is_empty() || !is_event_counter(&self.counters[i]) {
             return Some(last as i64 - first as i64);
         }
         let mut total: i64 = 0;
         let mut prev = first;
-        for r in &self.rows[1..] {
-            let v = *r.values.get(i)?;
-            total += if v >= prev {
-                (v - prev) as i64
-            } else {
+        for (r, row) in self.rows.iter().enumerate().skip(1) {
+            let v = *row.values.get(i)?;
+            total += if restart_rows.binary_search(&r).is_ok() {
                 v as i64
+            } else {
+                v as i64 - prev as i64
             };
             prev = v;
         }
         Some(total)
     }
 
-    /// Where event counters went back: `(t_s of the row, counter)` for the
-    /// first counter that did at each such row. Empty for a well-formed
-    /// record of one boot.
-    pub fn restarts(&self) -> Vec<(f64, String)> {
+    /// Rows at which the event counters restarted: more than half of those
+    /// that had counted anything went back.
+    fn restart_rows(&self) -> Vec<usize> {
         let events: Vec<usize> = (0..self.counters.len())
             .filter(|&i| is_event_counter(&self.counters[i]))
             .collect();
-        self.rows
-            .windows(2)
-            .filter_map(|w| {
-                events.iter().find_map(|&i| {
-                    let (a, b) = (w[0].values.get(i)?, w[1].values.get(i)?);
-                    (b < a).then(|| (w[1].t_s, self.counters[i].clone()))
-                })
+        (1..self.rows.len())
+            .filter(|&r| {
+                let (a, b) = (&self.rows[r - 1].values, &self.rows[r].values);
+                let (mut seen, mut back) = (0, 0);
+                for &i in &events {
+                    if let (Some(&x), Some(&y)) = (a.get(i), b.get(i)) {
+                        if x > 0 {
+                            seen += 1;
+                            back += usize::from(y < x);
+                        }
+                    }
+                }
+                back * 2 > seen
             })
+            .collect()
+    }
+
+    /// Where the event counters restarted: the time of each such row.
+    /// Empty for a well-formed record of one boot.
+    pub fn restarts(&self) -> Vec<f64> {
+        self.restart_rows()
+            .into_iter()
+            .map(|r| self.rows[r].t_s)
             .collect()
     }
 
@@ -202,8 +217,9 @@ impl Vmstat {
         if self.rows.len() < 2 {
             return Vec::new();
         }
+        let restarts = self.restart_rows();
         (0..self.counters.len())
-            .filter_map(|i| Some((self.counters[i].as_str(), self.column_delta(i)?)))
+            .filter_map(|i| Some((self.counters[i].as_str(), self.column_delta(i, &restarts)?)))
             .collect()
     }
 
@@ -285,9 +301,9 @@ mod tests {
         );
     }
 
-    /// An event counter that goes back restarted (a reboot, or one boot per
-    /// step): the delta sums its stretches, each from 0; gauges are last −
-    /// first; the restart is reported.
+    /// When the event counters restart (a reboot, or one boot per step) the
+    /// delta sums their stretches, each from 0; gauges are last − first; a
+    /// lone counter dipping is a negative change, not a restart.
     #[test]
     fn restarted_counters_sum_their_stretches() {
         let row = |t_s: f64, step: u32, values: Vec<u64>| VmstatRow { t_s, step, values };
@@ -302,12 +318,13 @@ mod tests {
                 row(1.0, 4, vec![70, 50, 40]),
                 row(1.0, 6, vec![0, 10, 0]),
                 row(2.0, 6, vec![30, 90, 25]),
+                row(3.0, 6, vec![35, 90, 23]),
             ],
         };
-        assert_eq!(v.delta("pgscan_direct"), Some(100));
-        assert_eq!(v.delta("nr_dirtied"), Some(65));
+        assert_eq!(v.delta("pgscan_direct"), Some(105));
+        assert_eq!(v.delta("nr_dirtied"), Some(63));
         assert_eq!(v.delta("nr_dirty"), Some(-10));
-        assert_eq!(v.restarts(), vec![(1.0, "pgscan_direct".to_string())]);
+        assert_eq!(v.restarts(), vec![1.0]);
         assert!(is_event_counter("workingset_refault_file"));
         assert!(!is_event_counter("workingset_nodes"));
         assert!(!is_event_counter("nr_writeback"));

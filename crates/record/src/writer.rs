@@ -97,10 +97,20 @@ fn put_secs(out: &mut impl Write, t_s: f64) -> std::io::Result<()> {
 /// The PID in `file_name` if it is exactly `.NAME.partial-PID` (PID all
 /// decimal digits) for this `name`.
 fn partial_pid(file_name: &str, name: &str) -> Option<u32> {
+    suffixed_pid(file_name, name, ".partial-")
+}
+
+/// The PID in `file_name` if it is exactly `.NAME.old-PID`: a finished record
+/// moved aside while its replacement was renamed into place.
+fn old_pid(file_name: &str, name: &str) -> Option<u32> {
+    suffixed_pid(file_name, name, ".old-")
+}
+
+fn suffixed_pid(file_name: &str, name: &str, tag: &str) -> Option<u32> {
     let digits = file_name
         .strip_prefix('.')?
         .strip_prefix(name)?
-        .strip_prefix(".partial-")?;
+        .strip_prefix(tag)?;
     if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
@@ -124,16 +134,29 @@ fn remove_dead_partials(parent: &Path, name: &str) {
     let me = std::process::id();
     for e in entries.flatten() {
         let file_name = e.file_name();
-        let Some(pid) = file_name.to_str().and_then(|f| partial_pid(f, name)) else {
+        let Some(f) = file_name.to_str() else {
             continue;
+        };
+        let (pid, old) = match (partial_pid(f, name), old_pid(f, name)) {
+            (Some(p), _) => (p, false),
+            (_, Some(p)) => (p, true),
+            _ => continue,
         };
         if pid == me || proc.join(pid.to_string()).exists() {
             continue;
         }
         // A real directory, not a symlink to one elsewhere.
-        if e.file_type().is_ok_and(|t| t.is_dir()) {
-            let _ = fs::remove_dir_all(e.path());
+        if !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
         }
+        // A process killed between moving the old record aside and renaming
+        // its new one into place: the old record goes back if nothing took
+        // its place (the unfinished new one is removed like any partial).
+        let final_dir = parent.join(name);
+        if old && !final_dir.exists() && fs::rename(e.path(), &final_dir).is_ok() {
+            continue;
+        }
+        let _ = fs::remove_dir_all(e.path());
     }
 }
 
@@ -539,7 +562,6 @@ mod tests {
             ".x.partial-+12",
             ".x.partial-99999999999999999999",
             ".xy.partial-123",
-            ".x.old-123",
             ".x.partial-1.partial-2",
             ".y.partial-123",
         ] {
@@ -566,7 +588,7 @@ mod tests {
         // Not this record's partial directory, or not a partial directory.
         let keep = [
             ".y.partial-999999999",
-            ".x.old-999999999",
+            ".y.old-999999999",
             "x-notes",
             ".x.partial-999999999x",
         ];
@@ -586,6 +608,36 @@ mod tests {
         for k in keep {
             assert!(dir.join(k).exists(), "{k} was removed");
         }
+        drop(w);
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// Killed between its two renames, a writer leaves the old record aside
+    /// (`.x.old-PID`) and no `x`: the next writer of `x` puts it back.
+    #[test]
+    fn restores_a_record_moved_aside_by_a_dead_process() {
+        if !Path::new("/proc/self").exists() {
+            return;
+        }
+        let dir =
+            std::env::temp_dir().join(format!("reclaimlab-writer-old-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let old = dir.join(".x.old-999999999");
+        fs::create_dir(&old).unwrap();
+        fs::write(old.join("run.json"), "{}").unwrap();
+        // With a record in place, a dead process's old copy is just removed.
+        let stale = dir.join(".y.old-999999999");
+        fs::create_dir(&stale).unwrap();
+        fs::create_dir(dir.join("y")).unwrap();
+        let w =
+            RecordWriter::create(&dir.join("x"), RunMeta::new("x", Origin::Sim, "v5.15")).unwrap();
+        assert_eq!(fs::read_to_string(dir.join("x/run.json")).unwrap(), "{}");
+        assert!(!old.exists());
+        drop(w);
+        let w =
+            RecordWriter::create(&dir.join("y"), RunMeta::new("y", Origin::Sim, "v5.15")).unwrap();
+        assert!(!stale.exists() && dir.join("y").exists());
         drop(w);
         let _ = fs::remove_dir_all(&dir);
     }

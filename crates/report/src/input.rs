@@ -99,8 +99,8 @@ pub struct RunInput {
     /// Whole-run counter deltas (last row − first row of `vmstat.csv`; an
     /// event counter that restarted is summed over its stretches).
     pub vmstat_delta: BTreeMap<String, i64>,
-    /// Where event counters went back in `vmstat.csv`: (time, counter).
-    pub vmstat_restarts: Vec<(f64, String)>,
+    /// Times at which the event counters of `vmstat.csv` restarted.
+    pub vmstat_restarts: Vec<f64>,
     /// Counter time series for the plots.
     pub vmstat_series: Vec<VmstatPoint>,
     /// All latency samples.

@@ -321,9 +321,9 @@ pub fn build_report(runs: &[RunInput], opts: Options) -> Report {
             labels.push(l);
         }
         ops_per_run.push(labels);
-        if let Some((t, c)) = run.vmstat_restarts.first() {
+        if let Some(t) = run.vmstat_restarts.first() {
             notes.push(format!(
-                "{}: vmstat counters went back {} time(s) (first: {c} at {t:.1} s; a reboot, or a simulated record written before its counters carried on across steps): the Ops rows sum each stretch",
+                "{}: vmstat counters restarted {} time(s) (first at {t:.1} s; a reboot, or a simulated record written before its counters carried on across steps): the Ops rows sum each stretch",
                 run.meta.name,
                 run.vmstat_restarts.len()
             ));
