@@ -98,6 +98,9 @@ pub struct Kernel {
     pub cpus: Cpus,
     /// Anonymous mappings by id.
     pub anon: Vec<AnonMapping>,
+    /// The page table and young bits of the last unmapped mapping, kept for
+    /// the next `mmap_anon` (host memory only; no effect on the simulation).
+    pub spare_anon_tables: Option<(crate::mm::slots::Slots, Vec<u64>)>,
     /// Files by id.
     pub files: Vec<File>,
     /// Swap.
@@ -182,6 +185,7 @@ impl Kernel {
             tasks: Vec::new(),
             cpus: Cpus::default(),
             anon: Vec::new(),
+            spare_anon_tables: None,
             files: Vec::new(),
             swap,
             devs,

@@ -66,10 +66,19 @@ impl Kernel {
     pub fn mmap_anon(&mut self, pages: u32) -> u32 {
         let owner = self.exec.current();
         let id = self.anon.len() as u32;
+        let words = (pages as usize).div_ceil(64);
+        let (pte, young) = match self.spare_anon_tables.take() {
+            Some((pte, mut young)) => {
+                young.clear();
+                young.resize(words, 0);
+                (Slots::reuse(pte, pages as usize), young)
+            }
+            None => (Slots::new(pages as usize), vec![0; words]),
+        };
         self.anon.push(AnonMapping {
             owner,
-            pte: Slots::new(pages as usize),
-            young: vec![0; (pages as usize).div_ceil(64)],
+            pte,
+            young,
             resident: 0,
             swapents: 0,
             written: false,
@@ -89,7 +98,7 @@ impl Kernel {
         }
         m.alive = false;
         let pte = std::mem::take(&mut m.pte);
-        m.young = Vec::new();
+        let young = std::mem::take(&mut m.young);
         m.resident = 0;
         m.swapents = 0;
         let owner = m.owner;
@@ -115,6 +124,7 @@ impl Kernel {
             self.orphan_or_free(e, true);
         }
         self.charge_sys(freed * self.params.cost_unmap_ns);
+        self.spare_anon_tables = Some((pte, young));
     }
 
     /// Frees an anon page whose last mapping went away, or orphans it if

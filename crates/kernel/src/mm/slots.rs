@@ -15,6 +15,13 @@ impl Slots {
     pub fn new(n: usize) -> Slots {
         Slots(vec![0; n])
     }
+    /// `n` empty entries in `buf`'s memory (a freed table reused, so that a
+    /// map/unmap loop does not fault fresh pages in from the host each time).
+    pub fn reuse(mut buf: Slots, n: usize) -> Slots {
+        buf.0.clear();
+        buf.0.resize(n, 0);
+        buf
+    }
     /// Entry `i`.
     #[inline]
     pub fn get(&self, i: usize) -> u32 {
