@@ -101,6 +101,14 @@ impl Drop for Running {
     }
 }
 
+/// `sim stutterp` on `small` under v5.15 with `extra` arguments, into `out`.
+fn small_v515<'a>(extra: &[&'a str], out: &'a str) -> Vec<&'a str> {
+    let mut a = vec!["sim", "stutterp", "--machine", "small", "--kernel", "v5.15"];
+    a.extend_from_slice(extra);
+    a.extend_from_slice(&["--out", out]);
+    a
+}
+
 /// The names of the entries of `dir` that are partial records.
 fn partials(dir: &Path) -> Vec<String> {
     let Ok(rd) = std::fs::read_dir(dir) else {
@@ -121,18 +129,7 @@ fn sigint_mid_run_removes_the_partial_record() {
     // on a fast machine, so the run is still in its first step when signalled.
     let mut run = Running::start(
         &dir,
-        &[
-            "sim",
-            "stutterp",
-            "--machine",
-            "small",
-            "--kernel",
-            "v5.15",
-            "--set",
-            "stutterp.duration_s=600",
-            "--out",
-            out_s,
-        ],
+        &small_v515(&["--set", "stutterp.duration_s=600"], out_s),
     );
     run.wait_for(60, "partial record directory", || {
         !partials(&out).is_empty()
@@ -162,18 +159,7 @@ fn sigterm_keeps_the_finished_records() {
     // finishes (in parallel, or first on one core), the long one is cut short.
     let mut run = Running::start(
         &dir,
-        &[
-            "sim",
-            "stutterp",
-            "--machine",
-            "small",
-            "--kernel",
-            "v5.15",
-            "--sweep",
-            "stutterp.duration_s=1,600",
-            "--out",
-            out_s,
-        ],
+        &small_v515(&["--sweep", "stutterp.duration_s=1,600"], out_s),
     );
     let short = out.join("v5.15,stutterp.duration_s=1");
     let long_partial = format!(".v5.15,stutterp.duration_s=600.partial-{}", run.child.id());
