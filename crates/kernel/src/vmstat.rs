@@ -61,7 +61,8 @@ events! {
 /// Number of [`Ev`] counters.
 pub const NR_EVS: usize = EV_NAMES.len();
 
-/// Gauge names written before the events, in `/proc/vmstat` order.
+/// Gauge names written before the event counters (everything after them in
+/// a snapshot only grows), in `/proc/vmstat` order.
 pub const GAUGE_NAMES: &[&str] = &[
     "nr_free_pages",
     "nr_inactive_anon",
@@ -76,7 +77,6 @@ pub const GAUGE_NAMES: &[&str] = &[
     "nr_dirty",
     "nr_writeback",
     "nr_swapcache",
-    "nr_throttled_written",
     "nr_dirty_threshold",
     "nr_dirty_background_threshold",
 ];
@@ -97,6 +97,7 @@ impl Kernel {
     pub fn vmstat_names(&self) -> Vec<&'static str> {
         let mut v: Vec<&'static str> = GAUGE_NAMES.to_vec();
         v.extend_from_slice(EV_NAMES);
+        v.push("nr_throttled_written");
         v
     }
 
@@ -119,11 +120,13 @@ impl Kernel {
             sum(NodeStat::NrFileDirty),
             sum(NodeStat::NrWriteback),
             sum(NodeStat::NrSwapcache),
-            sum(NodeStat::NrThrottledWritten),
             thresh,
             bg,
         ];
         v.extend_from_slice(&self.events);
+        // A node counter that only grows (`__acct_reclaim_writeback`), kept
+        // with the events so that it carries on across steps like them.
+        v.push(sum(NodeStat::NrThrottledWritten));
         v
     }
 }

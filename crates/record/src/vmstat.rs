@@ -40,6 +40,7 @@ pub fn is_event_counter(name: &str) -> bool {
         "nr_vmscan_immediate_reclaim",
         "nr_dirtied",
         "nr_written",
+        "nr_throttled_written",
         "nr_foll_pin_acquired",
         "nr_foll_pin_released",
     ];

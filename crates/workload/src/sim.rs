@@ -240,7 +240,7 @@ pub fn run_with_stop(
     // Event counters of the steps before this one, added to this step's
     // (each step boots a kernel whose counters start at 0).
     let first_event = reclaimlab_kernel::vmstat::GAUGE_NAMES.len();
-    let mut carried = vec![0u64; reclaimlab_kernel::vmstat::NR_EVS];
+    let mut carried: Vec<u64> = Vec::new();
     let mut last_values: Vec<u64> = Vec::new();
     let cumulative = |mut v: Vec<u64>, last: &mut Vec<u64>, carried: &[u64]| {
         for (x, c) in v[first_event..].iter_mut().zip(carried) {
@@ -256,9 +256,8 @@ pub fn run_with_stop(
         }
         let w = boot(cfg);
         w.k().exec.start_at(base_ns);
-        if !last_values.is_empty() {
-            carried.copy_from_slice(&last_values[first_event..]);
-        }
+        carried.clone_from(&last_values);
+        carried.drain(..first_event.min(carried.len()));
         let samples: Samples = Rc::new(RefCell::new(Vec::new()));
         // Workers with a finite amount of work end the step when all are done.
         let done = Rc::new(Cell::new(0u32));
