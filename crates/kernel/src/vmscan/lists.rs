@@ -167,23 +167,19 @@ impl Kernel {
     fn pageout(&mut self, pfn: Pfn, writes: &mut Vec<PendingWrite>) {
         let p = self.frames.get(pfn);
         let file = p.test(pg::FILE);
-        let nid = p.nid as usize;
         if file {
             self.clear_page_dirty_for_io(pfn);
         } else {
             self.frames.get_mut(pfn).clear(pg::DIRTY);
         }
-        let p = self.frames.get_mut(pfn);
-        p.set(pg::WRITEBACK | pg::RECLAIM);
-        self.nodes[nid].mod_state(NodeStat::NrWriteback, 1);
+        self.frames.get_mut(pfn).set(pg::RECLAIM);
+        self.folio_start_writeback(pfn);
         self.count(Ev::NrVmscanWrite, 1);
         self.count(Ev::Pgpgout, 4);
         let p = *self.frames.get(pfn);
         if file {
             let f = &self.files[p.owner as usize];
             writes.push((f.dev, ReqKind::FileWrite, f.pos + u64::from(p.index), pfn));
-            self.bdis[f.dev].nr_writeback += 1;
-            self.files[p.owner as usize].nr_writeback += 1;
         } else {
             self.count(Ev::Pswpout, 1);
             writes.push((

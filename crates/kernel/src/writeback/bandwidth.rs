@@ -108,9 +108,7 @@ impl Kernel {
         }
         let at = self.exec.now() + self.bandwidth_interval() * self.params.tick_ns();
         self.bdis[d].bw_dwork_at = Some(at);
-        let mut wq = std::mem::take(&mut self.bdis[d].bw_dwork_wait);
-        self.exec.wake_up_all(&mut wq);
-        self.bdis[d].bw_dwork_wait = wq;
+        self.exec.wake_up_all(&mut self.bdis[d].bw_dwork_wait);
     }
 
     /// `__wb_update_bandwidth` (without the dirty-ratelimit part).

@@ -104,9 +104,7 @@ impl Kernel {
 
     /// Wakes device `d`'s flusher.
     fn wake_flusher(&mut self, d: usize) {
-        let mut wq = std::mem::take(&mut self.bdis[d].wait);
-        self.exec.wake_up_all(&mut wq);
-        self.bdis[d].wait = wq;
+        self.exec.wake_up_all(&mut self.bdis[d].wait);
     }
 
     /// `wakeup_flusher_threads(WB_REASON_VMSCAN)`: every flusher writes all.
@@ -116,6 +114,21 @@ impl Kernel {
                 self.bdis[d].start_all = true;
                 self.wake_flusher(d);
             }
+        }
+    }
+
+    /// `__folio_start_writeback`: `PG_writeback` and `NR_WRITEBACK`, and for
+    /// a file page its inode's and its wb's writeback counts (which
+    /// [`Kernel::folio_end_writeback`] takes back).
+    pub(crate) fn folio_start_writeback(&mut self, pfn: Pfn) {
+        let p = self.frames.get_mut(pfn);
+        p.set(pg::WRITEBACK);
+        let (nid, file, owner) = (p.nid as usize, p.test(pg::FILE), p.owner as usize);
+        self.nodes[nid].mod_state(NodeStat::NrWriteback, 1);
+        if file {
+            self.files[owner].nr_writeback += 1;
+            let d = self.files[owner].dev;
+            self.bdis[d].nr_writeback += 1;
         }
     }
 
@@ -206,11 +219,7 @@ impl Kernel {
                 let p = self.frames.get(e);
                 if p.test(pg::DIRTY) && !p.test(pg::WRITEBACK) {
                     self.clear_page_dirty_for_io(e);
-                    let nid = self.frames.get(e).nid as usize;
-                    self.frames.get_mut(e).set(pg::WRITEBACK);
-                    self.nodes[nid].mod_state(NodeStat::NrWriteback, 1);
-                    self.bdis[d].nr_writeback += 1;
-                    self.files[f as usize].nr_writeback += 1;
+                    self.folio_start_writeback(e);
                     let pos = self.files[f as usize].pos + u64::from(idx);
                     let max = self.devs[d].max_request_pages;
                     match reqs.last_mut() {
@@ -451,18 +460,12 @@ async fn balance_dirty_pages(w: &World) {
             if pause_j == 0 {
                 return;
             }
-            (pause_j * k.params.tick_ns(), task_ratelimit >= 1.0)
-        };
-        let (p, done) = pause_ns;
-        // wb->dirty_sleep = now, then io_schedule_timeout(pause) in
-        // TASK_KILLABLE (5.15: the stamp is the pause's start).
-        let now = w.k().exec.now();
-        let deadline = now + p;
-        {
-            let mut k = w.k();
-            let d = k.machine.data_dev();
+            // wb->dirty_sleep = now, then io_schedule_timeout(pause) in
+            // TASK_KILLABLE (5.15: the stamp is the pause's start).
             k.bdis[d].dirty_sleep = Some(now);
-        }
+            (now + pause_j * k.params.tick_ns(), task_ratelimit >= 1.0)
+        };
+        let (deadline, done) = pause_ns;
         w.sleep_until(deadline).await;
         if done || w.k().current().killed {
             return;
