@@ -3,7 +3,7 @@
 //! frames; page tables, page cache and swap cache point at the right frames.
 
 use crate::mm::anon::{ORPHAN, PTE_NONE, PTE_SWAP};
-use crate::mm::page::{pg, Lru, NO_PFN};
+use crate::mm::page::{pg, Lru};
 use crate::mm::swap::{SHADOW, SLOT_EMPTY};
 use crate::mm::NodeStat;
 use crate::Kernel;
@@ -32,12 +32,13 @@ impl Kernel {
             for (m, lv) in node.lruvecs.iter().enumerate() {
                 for (li, list) in lv.lists.iter().enumerate() {
                     let mut n = 0u64;
-                    let mut cur = list.head;
-                    let mut prev = NO_PFN;
-                    while cur != NO_PFN {
+                    for (pos, cur) in list.iter_from_head() {
                         let p = self.frames.get(cur);
-                        if p.prev != prev {
-                            return Err(format!("pfn {cur}: broken prev link"));
+                        if p.lru_pos != pos {
+                            return Err(format!(
+                                "pfn {cur}: position {} on the list but {pos} in the ring",
+                                p.lru_pos
+                            ));
                         }
                         if !p.test(pg::LRU) || p.test(pg::ISOLATED | pg::BUDDY) {
                             return Err(format!("pfn {cur} on list {li} has flags {:#x}", p.flags));
@@ -53,10 +54,8 @@ impl Kernel {
                         }
                         seen[cur as usize] += 1;
                         n += 1;
-                        prev = cur;
-                        cur = p.next;
                     }
-                    if list.tail != prev || list.len != n {
+                    if list.len != n {
                         return Err(format!(
                             "node {nid} list {li}: len {} but {n} linked",
                             list.len

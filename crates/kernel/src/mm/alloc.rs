@@ -67,6 +67,11 @@ impl Kernel {
             };
             if ok {
                 let pfn = node.free.pop().expect("free list not empty");
+                // The next allocation's frame starts loading now (a hint;
+                // see mm/lru_list.rs).
+                if let Some(&next) = node.free.last() {
+                    crate::mm::lru_list::prefetch(&self.frames, next);
+                }
                 let p = self.frames.get_mut(pfn);
                 debug_assert!(p.test(pg::BUDDY));
                 p.flags = 0;

@@ -9,13 +9,15 @@ pub mod alloc;
 pub mod anon;
 pub mod filemap;
 pub mod lru;
+pub mod lru_list;
 pub mod page;
 pub mod slots;
 pub mod swap;
 
 use crate::engine::{TaskId, WaitQueue};
 use crate::profile::NR_VMSCAN_THROTTLE;
-use page::{Lru, LruList, NR_LRU_LISTS};
+use lru_list::LruList;
+use page::{Lru, NR_LRU_LISTS};
 
 /// Node statistics (`enum node_stat_item` plus the zone's `NR_FREE_PAGES`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

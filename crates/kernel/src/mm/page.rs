@@ -1,8 +1,8 @@
-//! Page frames and their flags, and the intrusive LRU lists that link them.
+//! Page frames and their flags.
 //!
 //! Mirrors `struct page`/`struct folio` (include/linux/mm_types.h) and the
 //! page-flag bits of include/linux/page-flags.h, order-0 only: every folio is
-//! one page. A frame is 28 bytes, so a 64 GiB machine's 16 M frames cost
+//! one page. A frame is 24 bytes, so a 64 GiB machine's 16 M frames cost
 //! under 0.5 GiB of host memory.
 
 /// Page frame number: index into [`Frames`].
@@ -53,10 +53,8 @@ pub mod pg {
 pub struct Page {
     /// `pg::*` bits.
     pub flags: u32,
-    /// LRU link towards the head (newer).
-    pub prev: Pfn,
-    /// LRU link towards the tail (older).
-    pub next: Pfn,
+    /// Position on its LRU list while `PG_lru` (see [`super::lru_list`]).
+    pub lru_pos: u32,
     /// Owner: an anon mapping id (`SWAPBACKED`) or a file id (`FILE`).
     pub owner: u32,
     /// Index of the page within its owner (`folio->index`).
@@ -128,8 +126,7 @@ impl Frames {
         pages.reserve_exact(n);
         pages.extend((0..n).map(|i| Page {
             flags: pg::BUDDY,
-            prev: NO_PFN,
-            next: NO_PFN,
+            lru_pos: 0,
             owner: 0,
             index: 0,
             swap: 0,
@@ -205,104 +202,5 @@ impl Lru {
             Lru::ActiveFile | Lru::InactiveFile => Lru::InactiveFile,
             Lru::Unevictable => Lru::Unevictable,
         }
-    }
-}
-
-/// An intrusive doubly-linked list of frames: `head` is the newest page, `tail`
-/// the oldest (reclaim takes from the tail, as `list_add` + `lru_to_folio`).
-#[derive(Clone, Copy, Debug)]
-pub struct LruList {
-    /// Newest page.
-    pub head: Pfn,
-    /// Oldest page.
-    pub tail: Pfn,
-    /// Number of pages on the list.
-    pub len: u64,
-}
-
-impl Default for LruList {
-    fn default() -> Self {
-        LruList {
-            head: NO_PFN,
-            tail: NO_PFN,
-            len: 0,
-        }
-    }
-}
-
-impl LruList {
-    /// Adds `pfn` at the head (`list_add`).
-    pub fn push_head(&mut self, f: &mut Frames, pfn: Pfn) {
-        let old = self.head;
-        {
-            let p = f.get_mut(pfn);
-            p.prev = NO_PFN;
-            p.next = old;
-        }
-        if old == NO_PFN {
-            self.tail = pfn;
-        } else {
-            f.get_mut(old).prev = pfn;
-        }
-        self.head = pfn;
-        self.len += 1;
-    }
-    /// Adds `pfn` at the tail (`list_add_tail`, as `lru_move_tail`).
-    pub fn push_tail(&mut self, f: &mut Frames, pfn: Pfn) {
-        let old = self.tail;
-        {
-            let p = f.get_mut(pfn);
-            p.next = NO_PFN;
-            p.prev = old;
-        }
-        if old == NO_PFN {
-            self.head = pfn;
-        } else {
-            f.get_mut(old).next = pfn;
-        }
-        self.tail = pfn;
-        self.len += 1;
-    }
-    /// Unlinks `pfn`, which must be on this list.
-    pub fn remove(&mut self, f: &mut Frames, pfn: Pfn) {
-        let (prev, next) = {
-            let p = f.get(pfn);
-            (p.prev, p.next)
-        };
-        if prev == NO_PFN {
-            self.head = next;
-        } else {
-            f.get_mut(prev).next = next;
-        }
-        if next == NO_PFN {
-            self.tail = prev;
-        } else {
-            f.get_mut(next).prev = prev;
-        }
-        let p = f.get_mut(pfn);
-        p.prev = NO_PFN;
-        p.next = NO_PFN;
-        self.len -= 1;
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn list_order_and_remove() {
-        let mut f = Frames::new(4, |_| 0);
-        let mut l = LruList::default();
-        l.push_head(&mut f, 0);
-        l.push_head(&mut f, 1);
-        l.push_tail(&mut f, 2);
-        assert_eq!((l.head, l.tail, l.len), (1, 2, 3));
-        l.remove(&mut f, 0);
-        assert_eq!(f.get(1).next, 2);
-        assert_eq!(f.get(2).prev, 1);
-        l.remove(&mut f, 1);
-        l.remove(&mut f, 2);
-        assert_eq!((l.head, l.tail, l.len), (NO_PFN, NO_PFN, 0));
     }
 }

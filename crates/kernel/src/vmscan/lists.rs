@@ -70,16 +70,18 @@ impl Kernel {
         nr_to_scan: u64,
     ) -> Vec<Pfn> {
         let mut taken = Vec::with_capacity(nr_to_scan as usize);
-        for _ in 0..nr_to_scan {
-            let tail = self.nodes[nid].lruvecs[memcg].lists[lru as usize].tail;
-            if tail == crate::mm::page::NO_PFN {
-                break;
-            }
-            self.nodes[nid].lruvecs[memcg].lists[lru as usize].remove(&mut self.frames, tail);
-            let p = self.frames.get_mut(tail);
+        let list = &mut self.nodes[nid].lruvecs[memcg].lists[lru as usize];
+        // The batch is the `nr_to_scan` oldest pages; their frames are
+        // fetched together before any is touched (see mm/lru_list.rs).
+        list.peek_tail(nr_to_scan as usize, &mut taken);
+        for &pfn in &taken {
+            crate::mm::lru_list::prefetch(&self.frames, pfn);
+        }
+        list.drop_tail(&mut self.frames, taken.len());
+        for &pfn in &taken {
+            let p = self.frames.get_mut(pfn);
             p.clear(pg::LRU);
             p.set(pg::ISOLATED);
-            taken.push(tail);
         }
         let n = taken.len() as i64;
         let item = if lru.is_file() {

@@ -1,0 +1,353 @@
+//! One LRU list (`lruvec->lists[lru]`), kept in the order the kernel's
+//! `struct list_head` keeps it, but stored as a ring of frame numbers.
+//!
+//! The kernel links pages through `page->lru`; a simulator that does the
+//! same walks a chain of dependent loads over a frame table of hundreds of
+//! MiB whenever reclaim takes pages from the tail, one cache miss after the
+//! other (200–340 ns a hop on the reference VM; docs/bench/sim-speed.md).
+//! Here the list is a ring of pfns, oldest at `start`, newest at `end - 1`,
+//! and each page remembers its position (`Page::lru_pos`). Taking from the
+//! tail reads the ring in order, so the frames of a whole batch can be
+//! fetched at once ([`LruList::peek_tail`] + [`prefetch`]); adding at the
+//! head touches only the new page. A page taken from the middle
+//! (`list_del`) leaves a hole that the ends skip; when the holes exceed
+//! half the pages they are squeezed out, and a full ring doubles.
+//!
+//! The order of live pages is exactly that of `list_add` (head) and
+//! `list_add_tail` (tail, `lru_move_tail`), so runs are byte-identical to
+//! the linked list this replaced.
+
+use super::page::{Frames, Pfn, NO_PFN};
+
+/// Smallest ring allocated.
+const MIN_CAP: u32 = 64;
+
+/// One LRU list: a ring of pfns with holes.
+#[derive(Clone, Debug, Default)]
+pub struct LruList {
+    /// Slots; `buf[pos & mask]` holds the page at logical position `pos`
+    /// as `!pfn`, so that a hole (`!NO_PFN`) is 0 and a new ring is memory
+    /// the allocator hands out zeroed, untouched until used. Its length is
+    /// a power of two (or zero).
+    buf: Vec<Pfn>,
+    /// Logical position of the oldest page (the tail). Positions wrap.
+    start: u32,
+    /// One past the logical position of the newest page (the head).
+    end: u32,
+    /// Number of pages on the list.
+    pub len: u64,
+}
+
+impl LruList {
+    #[inline]
+    fn mask(&self) -> u32 {
+        self.buf.len() as u32 - 1
+    }
+
+    /// The page at logical position `pos`, `NO_PFN` for a hole.
+    #[inline]
+    fn slot(&self, pos: u32) -> Pfn {
+        !self.buf[(pos & self.mask()) as usize]
+    }
+
+    #[inline]
+    fn set_slot(&mut self, pos: u32, pfn: Pfn) {
+        let mask = self.mask();
+        self.buf[(pos & mask) as usize] = !pfn;
+    }
+
+    #[inline]
+    fn span(&self) -> u32 {
+        self.end.wrapping_sub(self.start)
+    }
+
+    /// The oldest page (`lru_to_folio(&lruvec->lists[lru])`), if any.
+    #[inline]
+    pub fn tail(&self) -> Option<Pfn> {
+        (self.len > 0).then(|| self.slot(self.start))
+    }
+
+    /// The newest page, if any.
+    pub fn head(&self) -> Option<Pfn> {
+        (self.len > 0).then(|| self.slot(self.end.wrapping_sub(1)))
+    }
+
+    /// Up to `n` pages from the tail towards the head, oldest first, without
+    /// taking them.
+    pub fn peek_tail(&self, n: usize, out: &mut Vec<Pfn>) {
+        let mut pos = self.start;
+        while out.len() < n && pos != self.end {
+            let pfn = self.slot(pos);
+            if pfn != NO_PFN {
+                out.push(pfn);
+            }
+            pos = pos.wrapping_add(1);
+        }
+    }
+
+    /// Takes the `n` oldest pages off the list (what [`LruList::peek_tail`]
+    /// just returned), without looking at their frames.
+    pub fn drop_tail(&mut self, f: &mut Frames, n: usize) {
+        let mut left = n;
+        while left > 0 {
+            if self.slot(self.start) != NO_PFN {
+                self.set_slot(self.start, NO_PFN);
+                left -= 1;
+            }
+            self.start = self.start.wrapping_add(1);
+        }
+        self.len -= n as u64;
+        if self.len == 0 {
+            self.clear();
+            return;
+        }
+        while self.slot(self.start) == NO_PFN {
+            self.start = self.start.wrapping_add(1);
+        }
+        self.maybe_compact(f);
+    }
+
+    /// Pages from the head to the tail (for the invariant checker).
+    pub fn iter_from_head(&self) -> impl Iterator<Item = (u32, Pfn)> + '_ {
+        let span = if self.buf.is_empty() { 0 } else { self.span() };
+        (0..span)
+            .map(move |i| {
+                let pos = self.end.wrapping_sub(1).wrapping_sub(i);
+                (pos, self.slot(pos))
+            })
+            .filter(|&(_, pfn)| pfn != NO_PFN)
+    }
+
+    /// Adds `pfn` at the head (`list_add`).
+    pub fn push_head(&mut self, f: &mut Frames, pfn: Pfn) {
+        self.make_room(f);
+        let pos = self.end;
+        self.set_slot(pos, pfn);
+        f.get_mut(pfn).lru_pos = pos;
+        self.end = pos.wrapping_add(1);
+        self.len += 1;
+    }
+
+    /// Adds `pfn` at the tail (`list_add_tail`, as `lru_move_tail`).
+    pub fn push_tail(&mut self, f: &mut Frames, pfn: Pfn) {
+        self.make_room(f);
+        let pos = self.start.wrapping_sub(1);
+        self.set_slot(pos, pfn);
+        f.get_mut(pfn).lru_pos = pos;
+        self.start = pos;
+        self.len += 1;
+    }
+
+    /// Takes `pfn` off the list (`list_del`).
+    pub fn remove(&mut self, f: &mut Frames, pfn: Pfn) {
+        let pos = f.get(pfn).lru_pos;
+        debug_assert_eq!(self.slot(pos), pfn, "pfn {pfn} not at its position");
+        self.set_slot(pos, NO_PFN);
+        self.len -= 1;
+        if self.len == 0 {
+            self.clear();
+            return;
+        }
+        // Keep both ends on live pages, so that `tail()` and `head()` are
+        // one load.
+        if pos == self.start {
+            while self.slot(self.start) == NO_PFN {
+                self.start = self.start.wrapping_add(1);
+            }
+        }
+        if pos == self.end.wrapping_sub(1) {
+            while self.slot(self.end.wrapping_sub(1)) == NO_PFN {
+                self.end = self.end.wrapping_sub(1);
+            }
+        }
+        self.maybe_compact(f);
+    }
+
+    /// The list became empty: every slot is a hole again; a large ring is
+    /// given back.
+    fn clear(&mut self) {
+        if self.buf.len() > 8 * MIN_CAP as usize {
+            self.buf = Vec::new();
+        }
+        self.start = 0;
+        self.end = 0;
+    }
+
+    /// Squeezes the holes out when they are more than half the pages (so
+    /// that walking the tail crosses few holes; each hole is one removal,
+    /// so the squeeze, span + live renumbered, is paid for),
+    /// and gives memory back when a list that was large has shrunk to an
+    /// eighth of its ring (its removals pay for that squeeze too).
+    #[inline]
+    fn maybe_compact(&mut self, f: &mut Frames) {
+        let holes = u64::from(self.span()) - self.len;
+        let slack = self.len.max(u64::from(MIN_CAP));
+        if holes > slack / 2 + u64::from(MIN_CAP) || self.buf.len() as u64 > 8 * slack {
+            self.compact(f);
+        }
+    }
+
+    /// Makes room for one more page at either end: when the ring is full
+    /// (at most a third of it holes, see `maybe_compact`) it doubles, and
+    /// the pages keep their positions, so no frame is touched.
+    #[inline]
+    fn make_room(&mut self, f: &mut Frames) {
+        if self.buf.is_empty() || self.span() >= self.buf.len() as u32 {
+            self.grow(f);
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn grow(&mut self, f: &mut Frames) {
+        let old_cap = self.buf.len() as u32;
+        if old_cap == 0 {
+            self.compact(f);
+            return;
+        }
+        // Grown in place (a large block is remapped, not copied); a page
+        // whose position has the `old_cap` bit set moves to the new half.
+        let cap = old_cap * 2;
+        self.buf.resize(cap as usize, 0);
+        let mut p = self.start;
+        while p != self.end {
+            if p & old_cap != 0 {
+                let i = (p & (old_cap - 1)) as usize;
+                self.buf[i + old_cap as usize] = std::mem::take(&mut self.buf[i]);
+            }
+            p = p.wrapping_add(1);
+        }
+    }
+
+    /// Rewrites the ring without holes, in a ring of at least one and a
+    /// half times the pages, the pages placed a quarter in so that either
+    /// end can grow; renumbers every page.
+    #[cold]
+    #[inline(never)]
+    fn compact(&mut self, f: &mut Frames) {
+        let cap = (self.len + self.len / 2 + u64::from(MIN_CAP)).next_power_of_two() as u32;
+        let mut buf = vec![0; cap as usize];
+        let base = cap / 4;
+        let mut pos = base;
+        if !self.buf.is_empty() {
+            let mut p = self.start;
+            while p != self.end {
+                let pfn = self.slot(p);
+                if pfn != NO_PFN {
+                    buf[(pos & (cap - 1)) as usize] = !pfn;
+                    f.get_mut(pfn).lru_pos = pos;
+                    pos += 1;
+                }
+                p = p.wrapping_add(1);
+            }
+        }
+        self.buf = buf;
+        self.start = base;
+        self.end = pos;
+    }
+}
+
+/// Asks the CPU to start loading `pfn`'s frame, so that the frames of a
+/// batch taken from an LRU tail arrive together instead of one miss after
+/// the other. A hint only: it changes no result.
+#[inline]
+pub fn prefetch(f: &Frames, pfn: Pfn) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let p: *const super::page::Page = f.get(pfn);
+        // SAFETY: `_mm_prefetch` never faults and reads nothing the
+        // program sees; the pointer is to a live element of the table.
+        unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p.cast()) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (f, pfn);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn order(l: &LruList) -> Vec<Pfn> {
+        l.iter_from_head().map(|(_, p)| p).collect()
+    }
+
+    #[test]
+    fn list_order_and_remove() {
+        let mut f = Frames::new(4, |_| 0);
+        let mut l = LruList::default();
+        l.push_head(&mut f, 0);
+        l.push_head(&mut f, 1);
+        l.push_tail(&mut f, 2);
+        assert_eq!((l.head(), l.tail(), l.len), (Some(1), Some(2), 3));
+        assert_eq!(order(&l), vec![1, 0, 2]);
+        l.remove(&mut f, 0);
+        assert_eq!(order(&l), vec![1, 2]);
+        l.remove(&mut f, 2);
+        assert_eq!((l.head(), l.tail()), (Some(1), Some(1)));
+        l.remove(&mut f, 1);
+        assert_eq!((l.head(), l.tail(), l.len), (None, None, 0));
+    }
+
+    /// Against a plain deque through growth, hole squeezing and wrap-around:
+    /// the same pages in the same order after every operation.
+    #[test]
+    fn matches_a_deque_under_random_operations() {
+        let n = 500u32;
+        let mut f = Frames::new(n as usize, |_| 0);
+        let mut l = LruList::default();
+        let mut model: std::collections::VecDeque<Pfn> = Default::default();
+        let mut on = vec![false; n as usize];
+        let mut x = 0x2545_f491_4f6c_dd1d_u64;
+        for step in 0..200_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let pfn = (x % u64::from(n)) as Pfn;
+            match (x >> 32) % 5 {
+                0 | 1 if !on[pfn as usize] => {
+                    l.push_head(&mut f, pfn);
+                    model.push_front(pfn);
+                    on[pfn as usize] = true;
+                }
+                2 if !on[pfn as usize] => {
+                    l.push_tail(&mut f, pfn);
+                    model.push_back(pfn);
+                    on[pfn as usize] = true;
+                }
+                3 if on[pfn as usize] => {
+                    l.remove(&mut f, pfn);
+                    model.retain(|&p| p != pfn);
+                    on[pfn as usize] = false;
+                }
+                4 => {
+                    if let Some(t) = l.tail() {
+                        l.remove(&mut f, t);
+                        assert_eq!(model.pop_back(), Some(t));
+                        on[t as usize] = false;
+                    }
+                }
+                _ => {}
+            }
+            assert_eq!(l.len, model.len() as u64);
+            // Memory and the holes a tail walk crosses stay bounded.
+            assert!(l.buf.len() as u64 <= 8 * l.len.max(u64::from(MIN_CAP)));
+            if l.len > 0 {
+                assert!(u64::from(l.span()) - l.len <= l.len / 2 + u64::from(MIN_CAP) + 1);
+            }
+            assert_eq!(l.tail(), model.back().copied());
+            assert_eq!(l.head(), model.front().copied());
+            if step % 1000 == 0 {
+                assert_eq!(order(&l), model.iter().copied().collect::<Vec<_>>());
+                let mut batch = Vec::new();
+                l.peek_tail(7, &mut batch);
+                let want: Vec<Pfn> = model.iter().rev().take(7).copied().collect();
+                assert_eq!(batch, want);
+                l.drop_tail(&mut f, batch.len());
+                for &p in &batch {
+                    assert_eq!(model.pop_back(), Some(p));
+                    on[p as usize] = false;
+                }
+            }
+        }
+    }
+}
