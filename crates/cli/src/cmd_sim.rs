@@ -583,6 +583,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     summary.trace_lines,
                     path.display()
                 );
+                if summary.lru_lock_spin_s > 0.0 {
+                    eprintln!(
+                        "reclaimlab: {}: {:.1} s of system time spinning on lru_lock",
+                        job.name, summary.lru_lock_spin_s
+                    );
+                }
                 dirs.push(path);
             }
             Err(e) => failed.push((job.name.clone(), e)),

@@ -47,6 +47,8 @@ pub struct Task {
     pub sys_ns: u64,
     /// Time spent runnable but waiting for a CPU, ns.
     pub runq_ns: u64,
+    /// System time spent spinning on `lru_lock`, ns (part of `sys_ns`).
+    pub lru_lock_spin_ns: u64,
     /// CFS virtual runtime, ns (CPU time used, placed forward on wake-up).
     pub vruntime: u64,
     /// Has been placed on the run queue before (a new task is placed with
@@ -221,6 +223,7 @@ impl Kernel {
             user_ns: 0,
             sys_ns: 0,
             runq_ns: 0,
+            lru_lock_spin_ns: 0,
             vruntime: 0,
             placed: false,
             mappings: Vec::new(),

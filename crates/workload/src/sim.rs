@@ -89,6 +89,9 @@ pub struct RunSummary {
     pub user_s: f64,
     /// System seconds of the workload's processes.
     pub system_s: f64,
+    /// Seconds every task spun on `lru_lock` (part of system time; 0 unless
+    /// `lru_lock.page_ns` is set).
+    pub lru_lock_spin_s: f64,
     /// Simulated seconds.
     pub elapsed_s: f64,
     /// Executor events processed.
@@ -347,6 +350,7 @@ pub fn run_with_stop(
                 summary.user_s += u;
                 summary.system_s += s;
             }
+            summary.lru_lock_spin_s += task.lru_lock_spin_ns as f64 / NS;
             summary.tasks.push(TaskCpu {
                 comm: task.comm.clone(),
                 pid: task.pid,

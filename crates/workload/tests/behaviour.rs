@@ -277,6 +277,32 @@ fn v516_many_direct_reclaimers_throttle_isolated() {
     );
 }
 
+/// `lruvec->lru_lock` (5.15 `shrink_inactive_list`/`shrink_active_list`):
+/// with the lock modelled, many direct reclaimers spin on it, and the
+/// system time per page scanned rises; with it off (the default) nobody
+/// spins.
+#[test]
+fn lru_lock_contention_costs_system_time_per_page() {
+    let m = machine("name='wide'\ncpus=64\nmemory_mib=64\nswap_mib=512\n[[devices]]\nname='sda'\nwrite_mb_s=300\nread_mb_s=300\nlatency_us=100\n");
+    let spec = "name='many'\nduration_s=0.5\n[[worker]]\nkind='anon-hog'\ncount=96\nsize_mib=1\n";
+    let (off, off_s) = sim(&m, "v5.15", spec, 1, &[]);
+    let (on, on_s) = sim(&m, "v5.15", spec, 1, &[("lru_lock.page_ns", "20")]);
+    assert_eq!(off_s.lru_lock_spin_s, 0.0, "the lock is off by default");
+    assert!(
+        on_s.lru_lock_spin_s > 0.0,
+        "96 reclaimers on 64 CPUs never met on the lock"
+    );
+    let per_page = |c: &Collect, s: &RunSummary| {
+        s.system_s / (c.delta("pgscan_direct") + c.delta("pgscan_kswapd")) as f64
+    };
+    assert!(
+        per_page(&on, &on_s) > per_page(&off, &off_s),
+        "spinning should add system time per page scanned: {} against {}",
+        per_page(&on, &on_s),
+        per_page(&off, &off_s)
+    );
+}
+
 /// `consider_reclaim_throttle()`: 5.16-rc1 throttles NOPROGRESS below
 /// DEF_PRIORITY-2 for HZ/2; 5.16-rc8 only at priority 1 with nothing
 /// reclaimed, for one jiffy, and `skip_throttle_noprogress` skips it unless

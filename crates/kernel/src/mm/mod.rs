@@ -60,6 +60,8 @@ pub struct Lruvec {
     pub ws_activate: [u64; 2],
     /// `refaults[]`: `ws_activate` snapshot at the end of the last reclaim cycle.
     pub refaults: [u64; 2],
+    /// When `lru_lock` is next free, ns (see vmscan/lru_lock.rs).
+    pub lru_lock_free_at: u64,
 }
 
 impl Lruvec {

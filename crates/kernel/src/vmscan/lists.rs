@@ -405,8 +405,10 @@ pub(super) async fn shrink_inactive_list(
             return SWAP_CLUSTER_MAX;
         }
     }
-    let (pages, is_kswapd) = {
+    let (pages, is_kswapd, spin) = {
         let mut k = w.k();
+        let expect = k.nodes[nid].lruvecs[memcg].size(lru).min(nr_to_scan);
+        let spin = k.lru_lock(nid, memcg, expect);
         let pages = k.isolate_lru_folios(nid, memcg, lru, nr_to_scan);
         let n = pages.len() as u64;
         let is_kswapd = k.current_is_kswapd();
@@ -421,10 +423,11 @@ pub(super) async fn shrink_inactive_list(
             );
         }
         k.count(if file { Ev::PgscanFile } else { Ev::PgscanAnon }, n);
-        (pages, is_kswapd)
+        (pages, is_kswapd, spin)
     };
     let nr_taken = pages.len() as u64;
     if nr_taken == 0 {
+        w.k().charge_sys(spin);
         return 0;
     }
     let mut stat = ReclaimStat::default();
@@ -436,7 +439,7 @@ pub(super) async fn shrink_inactive_list(
     let cost = {
         let k = w.k();
         let p = &k.params;
-        nr_taken * p.cost_scan_ns
+        spin + nr_taken * p.cost_scan_ns
             + nr_reclaimed * p.cost_reclaim_ns
             + writes.len() as u64 * p.cost_io_submit_ns
     };
@@ -450,6 +453,10 @@ pub(super) async fn shrink_inactive_list(
     }
     {
         let mut k = w.k();
+        // move_folios_to_lru() under the lock, then lru_note_cost() takes
+        // it again; the spinning is paid with the task's next CPU work.
+        let spin = k.lru_lock(nid, memcg, nr_taken - nr_reclaimed) + k.lru_lock(nid, memcg, 0);
+        k.charge_sys(spin);
         let mut nr_activate = 0;
         for (&pfn, &v) in pages.iter().zip(&verdicts) {
             match v {
@@ -525,20 +532,25 @@ pub(super) async fn shrink_active_list(
     sc: &mut ScanControl,
     lru: Lru,
 ) {
-    let pages = {
+    let (pages, spin) = {
         let mut k = w.k();
+        let expect = k.nodes[nid].lruvecs[memcg].size(lru).min(nr_to_scan);
+        let spin = k.lru_lock(nid, memcg, expect);
         let pages = k.isolate_lru_folios(nid, memcg, lru, nr_to_scan);
         if !sc.cgroup_reclaim() {
             k.count(Ev::Pgrefill, pages.len() as u64);
         }
-        pages
+        (pages, spin)
     };
     if pages.is_empty() {
+        w.k().charge_sys(spin);
         return;
     }
-    let cost = pages.len() as u64 * w.k().params.cost_scan_ns;
+    let cost = spin + pages.len() as u64 * w.k().params.cost_scan_ns;
     run_on_cpu(w, 0, cost).await;
     let mut k = w.k();
+    let spin = k.lru_lock(nid, memcg, pages.len() as u64);
+    k.charge_sys(spin);
     let n = pages.len() as u64;
     for &pfn in &pages {
         // folio_referenced() clears the young bits; the result only

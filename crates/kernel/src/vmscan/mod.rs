@@ -15,6 +15,7 @@
 
 mod kswapd;
 mod lists;
+mod lru_lock;
 
 pub use kswapd::kswapd;
 
