@@ -11,7 +11,7 @@
 //! fetched at once ([`LruList::peek_tail`] + [`prefetch`]); adding at the
 //! head touches only the new page. A page taken from the middle
 //! (`list_del`) leaves a hole that the ends skip; when the holes exceed
-//! half the pages they are squeezed out, and a full ring doubles.
+//! half the pages they are squeezed out, and a full ring grows by half.
 //!
 //! The order of live pages is exactly that of `list_add` (head) and
 //! `list_add_tail` (tail, `lru_move_tail`), so runs are byte-identical to
@@ -25,11 +25,13 @@ const MIN_CAP: u32 = 64;
 /// One LRU list: a ring of pfns with holes.
 #[derive(Clone, Debug, Default)]
 pub struct LruList {
-    /// Slots; `buf[pos & mask]` holds the page at logical position `pos`
-    /// as `!pfn`, so that a hole (`!NO_PFN`) is 0 and a new ring is memory
-    /// the allocator hands out zeroed, untouched until used. Its length is
-    /// a power of two (or zero).
+    /// Slots, holding each page as `!pfn`, so that a hole (`!NO_PFN`) is 0
+    /// and a new ring is memory the allocator hands out zeroed.
     buf: Vec<Pfn>,
+    /// The position `buf[0]` holds this time round the ring: `start - base`
+    /// is in `[0, cap)`, so every live position is in `[base, base + 2 cap)`
+    /// and its slot is `pos - base`, less `cap` past the end of `buf`.
+    base: u32,
     /// Logical position of the oldest page (the tail). Positions wrap.
     start: u32,
     /// One past the logical position of the newest page (the head).
@@ -39,21 +41,33 @@ pub struct LruList {
 }
 
 impl LruList {
+    /// Where position `pos` lives in `buf`.
     #[inline]
-    fn mask(&self) -> u32 {
-        self.buf.len() as u32 - 1
+    fn index(&self, pos: u32) -> usize {
+        let cap = self.buf.len() as u32;
+        let d = pos.wrapping_sub(self.base);
+        (if d >= cap { d - cap } else { d }) as usize
     }
 
     /// The page at logical position `pos`, `NO_PFN` for a hole.
     #[inline]
     fn slot(&self, pos: u32) -> Pfn {
-        !self.buf[(pos & self.mask()) as usize]
+        !self.buf[self.index(pos)]
     }
 
     #[inline]
     fn set_slot(&mut self, pos: u32, pfn: Pfn) {
-        let mask = self.mask();
-        self.buf[(pos & mask) as usize] = !pfn;
+        let i = self.index(pos);
+        self.buf[i] = !pfn;
+    }
+
+    /// Moves the tail one position towards the head.
+    #[inline]
+    fn advance_start(&mut self) {
+        self.start = self.start.wrapping_add(1);
+        if self.start.wrapping_sub(self.base) >= self.buf.len() as u32 {
+            self.base = self.base.wrapping_add(self.buf.len() as u32);
+        }
     }
 
     #[inline]
@@ -94,7 +108,7 @@ impl LruList {
                 self.set_slot(self.start, NO_PFN);
                 left -= 1;
             }
-            self.start = self.start.wrapping_add(1);
+            self.advance_start();
         }
         self.len -= n as u64;
         if self.len == 0 {
@@ -102,7 +116,7 @@ impl LruList {
             return;
         }
         while self.slot(self.start) == NO_PFN {
-            self.start = self.start.wrapping_add(1);
+            self.advance_start();
         }
         self.maybe_compact(f);
     }
@@ -132,9 +146,12 @@ impl LruList {
     pub fn push_tail(&mut self, f: &mut Frames, pfn: Pfn) {
         self.make_room(f);
         let pos = self.start.wrapping_sub(1);
+        if pos.wrapping_sub(self.base) >= self.buf.len() as u32 {
+            self.base = self.base.wrapping_sub(self.buf.len() as u32);
+        }
+        self.start = pos;
         self.set_slot(pos, pfn);
         f.get_mut(pfn).lru_pos = pos;
-        self.start = pos;
         self.len += 1;
     }
 
@@ -152,7 +169,7 @@ impl LruList {
         // one load.
         if pos == self.start {
             while self.slot(self.start) == NO_PFN {
-                self.start = self.start.wrapping_add(1);
+                self.advance_start();
             }
         }
         if pos == self.end.wrapping_sub(1) {
@@ -169,6 +186,7 @@ impl LruList {
         if self.buf.len() > 8 * MIN_CAP as usize {
             self.buf = Vec::new();
         }
+        self.base = 0;
         self.start = 0;
         self.end = 0;
     }
@@ -176,20 +194,22 @@ impl LruList {
     /// Squeezes the holes out when they are more than half the pages (so
     /// that walking the tail crosses few holes; each hole is one removal,
     /// so the squeeze, span + live renumbered, is paid for),
-    /// and gives memory back when a list that was large has shrunk to an
-    /// eighth of its ring (its removals pay for that squeeze too).
+    /// and gives memory back when a list that was large has shrunk to a
+    /// quarter of its ring (its removals pay for that squeeze too; the
+    /// squeezed ring is at most three times the pages, so it takes a
+    /// quarter fewer pages to squeeze again).
     #[inline]
     fn maybe_compact(&mut self, f: &mut Frames) {
         let holes = u64::from(self.span()) - self.len;
         let slack = self.len.max(u64::from(MIN_CAP));
-        if holes > slack / 2 + u64::from(MIN_CAP) || self.buf.len() as u64 > 8 * slack {
+        if holes > slack / 2 + u64::from(MIN_CAP) || self.buf.len() as u64 > 4 * slack {
             self.compact(f);
         }
     }
 
     /// Makes room for one more page at either end: when the ring is full
-    /// (at most a third of it holes, see `maybe_compact`) it doubles, and
-    /// the pages keep their positions, so no frame is touched.
+    /// (at most a third of it holes, see `maybe_compact`) it grows by half,
+    /// and the pages keep their positions, so no frame is touched.
     #[inline]
     fn make_room(&mut self, f: &mut Frames) {
         if self.buf.is_empty() || self.span() >= self.buf.len() as u32 {
@@ -205,36 +225,30 @@ impl LruList {
             self.compact(f);
             return;
         }
-        // Grown in place (a large block is remapped, not copied); a page
-        // whose position has the `old_cap` bit set moves to the new half.
-        let cap = old_cap * 2;
-        self.buf.resize(cap as usize, 0);
-        let mut p = self.start;
-        while p != self.end {
-            if p & old_cap != 0 {
-                let i = (p & (old_cap - 1)) as usize;
-                self.buf[i + old_cap as usize] = std::mem::take(&mut self.buf[i]);
-            }
-            p = p.wrapping_add(1);
-        }
+        // In place: rotate the tail to slot 0, then extend (a large block
+        // is remapped rather than copied, and never held twice).
+        let first = self.index(self.start);
+        self.buf.rotate_left(first);
+        self.buf.resize((old_cap + old_cap / 2) as usize, 0);
+        self.base = self.start;
     }
 
-    /// Rewrites the ring without holes, in a ring of at least one and a
-    /// half times the pages, the pages placed a quarter in so that either
-    /// end can grow; renumbers every page.
+    /// Rewrites the ring without holes, in a ring of one and a half times
+    /// the pages (plus `MIN_CAP`), the pages placed a quarter in so that
+    /// either end can grow; renumbers every page.
     #[cold]
     #[inline(never)]
     fn compact(&mut self, f: &mut Frames) {
-        let cap = (self.len + self.len / 2 + u64::from(MIN_CAP)).next_power_of_two() as u32;
+        let cap = (self.len + self.len / 2) as u32 + MIN_CAP;
         let mut buf = vec![0; cap as usize];
-        let base = cap / 4;
-        let mut pos = base;
+        let first = cap / 4;
+        let mut pos = first;
         if !self.buf.is_empty() {
             let mut p = self.start;
             while p != self.end {
                 let pfn = self.slot(p);
                 if pfn != NO_PFN {
-                    buf[(pos & (cap - 1)) as usize] = !pfn;
+                    buf[pos as usize] = !pfn;
                     f.get_mut(pfn).lru_pos = pos;
                     pos += 1;
                 }
@@ -242,7 +256,8 @@ impl LruList {
             }
         }
         self.buf = buf;
-        self.start = base;
+        self.base = 0;
+        self.start = first;
         self.end = pos;
     }
 }
@@ -330,7 +345,7 @@ mod tests {
             }
             assert_eq!(l.len, model.len() as u64);
             // Memory and the holes a tail walk crosses stay bounded.
-            assert!(l.buf.len() as u64 <= 8 * l.len.max(u64::from(MIN_CAP)));
+            assert!(l.buf.len() as u64 <= 4 * l.len.max(u64::from(MIN_CAP)) + u64::from(MIN_CAP));
             if l.len > 0 {
                 assert!(u64::from(l.span()) - l.len <= l.len / 2 + u64::from(MIN_CAP) + 1);
             }
