@@ -86,7 +86,8 @@ impl Kernel {
         (thresh, bg)
     }
 
-    fn nr_dirty(&self) -> u64 {
+    /// `global_node_page_state(NR_FILE_DIRTY)`.
+    pub fn nr_dirty(&self) -> u64 {
         self.nodes
             .iter()
             .map(|n| n.state(NodeStat::NrFileDirty))
@@ -94,7 +95,8 @@ impl Kernel {
             .max(0) as u64
     }
 
-    fn nr_writeback(&self) -> u64 {
+    /// `global_node_page_state(NR_WRITEBACK)`.
+    pub fn nr_writeback(&self) -> u64 {
         self.nodes
             .iter()
             .map(|n| n.state(NodeStat::NrWriteback))
