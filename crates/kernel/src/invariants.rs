@@ -31,6 +31,8 @@ impl Kernel {
             }
             for (m, lv) in node.lruvecs.iter().enumerate() {
                 for (li, list) in lv.lists.iter().enumerate() {
+                    list.check()
+                        .map_err(|e| format!("node {nid} memcg {m} list {li}: {e}"))?;
                     let mut n = 0u64;
                     for (pos, cur) in list.iter_from_head() {
                         let p = self.frames.get(cur);

@@ -89,8 +89,8 @@ pub struct RunSummary {
     pub user_s: f64,
     /// System seconds of the workload's processes.
     pub system_s: f64,
-    /// Seconds every task spun on `lru_lock` (part of system time; 0 unless
-    /// `lru_lock.page_ns` is set).
+    /// Seconds every task, kswapd included, spun on `lru_lock` (system
+    /// time; 0 unless `lru_lock.page_ns` is set).
     pub lru_lock_spin_s: f64,
     /// Simulated seconds.
     pub elapsed_s: f64,

@@ -102,6 +102,7 @@ impl LruList {
     /// Takes the `n` oldest pages off the list (what [`LruList::peek_tail`]
     /// just returned), without looking at their frames.
     pub fn drop_tail(&mut self, f: &mut Frames, n: usize) {
+        debug_assert!(n as u64 <= self.len, "dropping {n} of {} pages", self.len);
         let mut left = n;
         while left > 0 {
             if self.slot(self.start) != NO_PFN {
@@ -119,6 +120,37 @@ impl LruList {
             self.advance_start();
         }
         self.maybe_compact(f);
+    }
+
+    /// The ring's own invariants (for the invariant checker): both ends on
+    /// live pages, the tail within one turn of `base`, the span within the
+    /// ring.
+    pub fn check(&self) -> Result<(), String> {
+        if self.len == 0 {
+            return if self.start == self.end {
+                Ok(())
+            } else {
+                Err(format!("empty list spans {}", self.span()))
+            };
+        }
+        let cap = self.buf.len() as u32;
+        if self.span() > cap || u64::from(self.span()) < self.len {
+            return Err(format!(
+                "span {} for {} pages in {cap} slots",
+                self.span(),
+                self.len
+            ));
+        }
+        if self.start.wrapping_sub(self.base) >= cap {
+            return Err(format!(
+                "tail {} more than a turn past base {}",
+                self.start, self.base
+            ));
+        }
+        if self.slot(self.start) == NO_PFN || self.slot(self.end.wrapping_sub(1)) == NO_PFN {
+            return Err("an end of the list is a hole".into());
+        }
+        Ok(())
     }
 
     /// Pages from the head to the tail (for the invariant checker).
@@ -183,7 +215,7 @@ impl LruList {
     /// The list became empty: every slot is a hole again; a large ring is
     /// given back.
     fn clear(&mut self) {
-        if self.buf.len() > 8 * MIN_CAP as usize {
+        if self.buf.len() > 4 * MIN_CAP as usize {
             self.buf = Vec::new();
         }
         self.base = 0;
@@ -225,10 +257,11 @@ impl LruList {
             self.compact(f);
             return;
         }
-        // In place: rotate the tail to slot 0, then extend (a large block
-        // is remapped rather than copied, and never held twice).
+        // In place: rotate the tail to slot 0, then extend by exactly half
+        // (`reserve_exact`: `resize` alone would double the allocation).
         let first = self.index(self.start);
         self.buf.rotate_left(first);
+        self.buf.reserve_exact((old_cap / 2) as usize);
         self.buf.resize((old_cap + old_cap / 2) as usize, 0);
         self.base = self.start;
     }
@@ -239,6 +272,7 @@ impl LruList {
     #[cold]
     #[inline(never)]
     fn compact(&mut self, f: &mut Frames) {
+        debug_assert!(self.len < 1 << 30, "positions need a ring under 2^31 slots");
         let cap = (self.len + self.len / 2) as u32 + MIN_CAP;
         let mut buf = vec![0; cap as usize];
         let first = cap / 4;
@@ -344,8 +378,10 @@ mod tests {
                 _ => {}
             }
             assert_eq!(l.len, model.len() as u64);
+            l.check().unwrap();
             // Memory and the holes a tail walk crosses stay bounded.
             assert!(l.buf.len() as u64 <= 4 * l.len.max(u64::from(MIN_CAP)) + u64::from(MIN_CAP));
+            assert!(l.buf.capacity() <= 2 * l.buf.len().max(4 * MIN_CAP as usize));
             if l.len > 0 {
                 assert!(u64::from(l.span()) - l.len <= l.len / 2 + u64::from(MIN_CAP) + 1);
             }
@@ -363,6 +399,58 @@ mod tests {
                     on[p as usize] = false;
                 }
             }
+        }
+    }
+
+    /// Fill, drain to a few pages (the ring is given back in part), take
+    /// big batches, empty it, fill again: the order and the invariants hold
+    /// throughout.
+    #[test]
+    fn fill_drain_and_refill() {
+        let n = 5000u32;
+        let mut f = Frames::new(n as usize, |_| 0);
+        let mut l = LruList::default();
+        let mut model: std::collections::VecDeque<Pfn> = Default::default();
+        for round in 0..3 {
+            for p in 0..n {
+                if (p + round) % 3 == 0 {
+                    l.push_tail(&mut f, p);
+                    model.push_back(p);
+                } else {
+                    l.push_head(&mut f, p);
+                    model.push_front(p);
+                }
+            }
+            l.check().unwrap();
+            let full = l.buf.len();
+            // Remove two of every three pages from the middle outwards.
+            for p in (0..n).filter(|p| p % 3 != 0) {
+                l.remove(&mut f, p);
+                model.retain(|&q| q != p);
+                l.check().unwrap();
+            }
+            assert!(
+                l.buf.len() < full,
+                "a ring that shrank to a third keeps {full} slots"
+            );
+            // Take the rest from the tail in batches of up to 500.
+            while l.len > 0 {
+                let mut batch = Vec::new();
+                l.peek_tail(500, &mut batch);
+                l.drop_tail(&mut f, batch.len());
+                for &p in &batch {
+                    assert_eq!(model.pop_back(), Some(p));
+                }
+                l.check().unwrap();
+                assert_eq!(
+                    l.iter_from_head().map(|(_, p)| p).collect::<Vec<_>>(),
+                    model.iter().copied().collect::<Vec<_>>()
+                );
+            }
+            assert!(
+                model.is_empty() && l.buf.is_empty(),
+                "an emptied large ring is given back"
+            );
         }
     }
 }

@@ -453,9 +453,10 @@ pub(super) async fn shrink_inactive_list(
     }
     {
         let mut k = w.k();
-        // move_folios_to_lru() under the lock, then lru_note_cost() takes
-        // it again; the spinning is paid with the task's next CPU work.
-        let spin = k.lru_lock(nid, memcg, nr_taken - nr_reclaimed) + k.lru_lock(nid, memcg, 0);
+        // move_folios_to_lru() under the lock (lru_note_cost() right after
+        // takes it again, briefly: counted as part of this hold); the
+        // spinning is paid with the task's next CPU work.
+        let spin = k.lru_lock(nid, memcg, nr_taken - nr_reclaimed);
         k.charge_sys(spin);
         let mut nr_activate = 0;
         for (&pfn, &v) in pages.iter().zip(&verdicts) {

@@ -1,10 +1,11 @@
 //! `lruvec->lru_lock` as a contended resource.
 //!
-//! Every reclaimer of a node takes the same spinlock to take pages off the
-//! LRU and to put the survivors back (5.15 `shrink_inactive_list`:
+//! Every reclaimer of a lruvec (a memcg on a node; the root's, for global
+//! reclaim) takes the same spinlock to take pages off the LRU and to put
+//! the survivors back (5.15 `shrink_inactive_list`:
 //! `spin_lock_irq(&lruvec->lru_lock)` around `isolate_lru_pages`, again
-//! around `move_pages_to_lru`, and `lru_note_cost` once more;
-//! `shrink_active_list` the same twice). With dozens of direct reclaimers
+//! around `move_pages_to_lru`, and `lru_note_cost` once more, for the
+//! lruvec and its parents; `shrink_active_list` twice). With dozens of direct reclaimers
 //! the lock is rarely free: a waiter spins with interrupts off, burning
 //! system time on its CPU, and each acquisition moves the lock and the
 //! list heads between CPUs' caches. The 2021 letters' system time, about
@@ -18,14 +19,17 @@
 //! for the hand-over, and holds it for `lru_lock.page_ns` per page moved.
 //! The hold time is part of the work already charged per page
 //! (`cost.scan_page_ns`); only the spinning and the hand-over are extra
-//! system CPU.
+//! system CPU. A task's own hold never delays it: the batch's CPU work
+//! between taking and putting back (`cost.scan_page_ns` per page) outlasts
+//! the hold as long as `lru_lock.page_ns` is below it.
 //!
 //! Off by default (`lru_lock.page_ns=0`): the hold time per page could not
 //! be measured here, and the outcome depends on it strongly (README,
 //! "lru_lock contention"); the hand-over cost is measured
 //! (crates/host/examples/lock_handoff.rs).
 //!
-//! Simplifications: the other takers of the lock (LRU adds from faults and
+//! Simplifications: `lru_note_cost`'s brief acquisition is counted as part
+//! of the put-back hold; the other takers of the lock (LRU adds from faults and
 //! activations through the per-CPU pagevecs, rotation when writeback
 //! ends, `release_pages` on munmap) are not modelled; the pages are taken
 //! at the time of arrival and the spinning is paid with the batch's CPU
