@@ -268,6 +268,12 @@ fn simulate(job: &Job, check: bool, stop: &AtomicBool, progress: &mut dyn FnMut(
         system_s: summary.system_s,
         elapsed_s: summary.elapsed_s,
     };
+    if summary.lru_lock_spin_s > 0.0 {
+        m.capture.notes.push(format!(
+            "lru_lock modelled (lru_lock.page_ns, lru_lock.handoff_ns in params): {:.3} s of system time spun on it, kswapd included",
+            summary.lru_lock_spin_s
+        ));
+    }
     m.tasks = summary
         .tasks
         .iter()
@@ -585,7 +591,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 );
                 if summary.lru_lock_spin_s > 0.0 {
                     eprintln!(
-                        "reclaimlab: {}: {:.1} s of system time spinning on lru_lock",
+                        "reclaimlab: {}: {:.3} s of system time spinning on lru_lock (kswapd included)",
                         job.name, summary.lru_lock_spin_s
                     );
                 }
