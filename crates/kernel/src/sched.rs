@@ -127,9 +127,12 @@ impl Kernel {
             return;
         };
         self.cpus.holder[c] = None;
-        self.cpus
+        // (An exiting task left the queue in `task_exited` → `Cpus::forget`.)
+        debug_assert!(self
+            .cpus
             .runqueue
-            .retain(|e| !self.exec.sched[e.0 as usize].exited);
+            .iter()
+            .all(|e| !self.exec.sched[e.0 as usize].exited));
         // pick_next_entity(): the smallest vruntime, earliest arrival on ties.
         let best = self
             .cpus
