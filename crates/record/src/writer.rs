@@ -117,12 +117,37 @@ fn suffixed_pid(file_name: &str, name: &str, tag: &str) -> Option<u32> {
     digits.parse().ok()
 }
 
+/// How long a partial directory must have been left untouched before a
+/// writer whose PID this process cannot see counts as gone.
+const QUIET_BEFORE_STALE: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Whether `dir` or anything directly in it was modified within `quiet`
+/// (a writer appends to its files as it runs).
+fn recently_modified(dir: &Path, quiet: std::time::Duration) -> bool {
+    // A time in the future (another host's clock) counts as recent.
+    let recent = |m: fs::Metadata| match m.modified().ok().and_then(|t| t.elapsed().ok()) {
+        Some(age) => age < quiet,
+        None => true,
+    };
+    if fs::symlink_metadata(dir).is_ok_and(recent) {
+        return true;
+    }
+    fs::read_dir(dir).is_ok_and(|rd| {
+        rd.flatten()
+            .any(|e| fs::symlink_metadata(e.path()).is_ok_and(recent))
+    })
+}
+
 /// Removes the partial directories `.NAME.partial-PID` in `parent` left by
 /// processes that no longer run (a crash, a SIGKILL), so they do not pile up.
 /// A process is alive while `/proc/PID` exists; without a `/proc` (not Linux,
-/// or not mounted) nothing is removed. Best effort: errors are ignored (another
-/// process may be cleaning up at the same time). Directories of this process
-/// are left to [`RecordWriter::create`], which knows whether they are in use.
+/// or not mounted) nothing is removed. A writer in another PID namespace (a
+/// container sharing the directory) is invisible in `/proc`, so a directory
+/// also counts as in use while it or a file in it was modified in the last
+/// ten minutes: a crashed writer's leftovers go ten minutes later. Best
+/// effort: errors are ignored (another process may be cleaning up at the
+/// same time). Directories of this process are left to
+/// [`RecordWriter::create`], which knows whether they are in use.
 fn remove_dead_partials(parent: &Path, name: &str) {
     let proc = Path::new("/proc");
     if !proc.join("self").exists() {
@@ -147,6 +172,11 @@ fn remove_dead_partials(parent: &Path, name: &str) {
         }
         // A real directory, not a symlink to one elsewhere.
         if !e.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        // Still being written (or, for an old record, just moved aside) by a
+        // process this one cannot see.
+        if recently_modified(&e.path(), QUIET_BEFORE_STALE) {
             continue;
         }
         // A process killed between moving the old record aside and renaming
@@ -582,6 +612,16 @@ mod tests {
         let dead = dir.join(".x.partial-999999999");
         fs::create_dir(&dead).unwrap();
         fs::write(dead.join("vmstat.csv"), "t_s,step\n").unwrap();
+        // Quiet for an hour, so neither an invisible writer's.
+        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        for p in [dead.join("vmstat.csv"), dead.clone()] {
+            fs::File::open(&p).unwrap().set_modified(hour_ago).unwrap();
+        }
+        // Of a process this one cannot see (another PID namespace) that is
+        // still writing: kept.
+        let invisible = dir.join(".x.partial-999999998");
+        fs::create_dir(&invisible).unwrap();
+        fs::write(invisible.join("vmstat.csv"), "t_s,step\n").unwrap();
         // Of a running process (PID 1 always is): in use, kept.
         let live = dir.join(".x.partial-1");
         fs::create_dir(&live).unwrap();
@@ -604,6 +644,10 @@ mod tests {
         assert!(
             live.exists(),
             "a running process's partial directory was removed"
+        );
+        assert!(
+            invisible.exists(),
+            "a partial directory written a moment ago was removed"
         );
         for k in keep {
             assert!(dir.join(k).exists(), "{k} was removed");
@@ -629,6 +673,11 @@ mod tests {
         // With a record in place, a dead process's old copy is just removed.
         let stale = dir.join(".y.old-999999999");
         fs::create_dir(&stale).unwrap();
+        // Both left an hour ago.
+        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        for p in [old.join("run.json"), old.clone(), stale.clone()] {
+            fs::File::open(&p).unwrap().set_modified(hour_ago).unwrap();
+        }
         fs::create_dir(dir.join("y")).unwrap();
         let w =
             RecordWriter::create(&dir.join("x"), RunMeta::new("x", Origin::Sim, "v5.15")).unwrap();
