@@ -88,6 +88,12 @@ impl Kernel {
         self.events[e as usize] += n;
     }
 
+    /// `global_node_page_state`: a node statistic summed over the nodes
+    /// (per-node counts may dip below zero in passing; the sum reads 0 then).
+    pub fn global_node_page_state(&self, item: NodeStat) -> u64 {
+        self.nodes.iter().map(|n| n.state(item)).sum::<i64>().max(0) as u64
+    }
+
     /// The value of counter `e`.
     pub fn event(&self, e: Ev) -> u64 {
         self.events[e as usize]
@@ -103,7 +109,7 @@ impl Kernel {
 
     /// A snapshot of `/proc/vmstat` values in [`Kernel::vmstat_names`] order.
     pub fn vmstat_values(&self) -> Vec<u64> {
-        let sum = |s: NodeStat| self.nodes.iter().map(|n| n.state(s)).sum::<i64>().max(0) as u64;
+        let sum = |s: NodeStat| self.global_node_page_state(s);
         let lru = |l: Lru| self.nodes.iter().map(|n| n.lru_pages(l)).sum::<u64>();
         let (thresh, bg) = self.dirty_thresholds();
         let mut v = vec![

@@ -599,6 +599,15 @@ mod tests {
         }
     }
 
+    /// Sets the modification time of each of `paths` (files or directories)
+    /// an hour back, as if their writer had stopped then.
+    fn last_modified_an_hour_ago(paths: &[PathBuf]) {
+        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        for p in paths {
+            fs::File::open(p).unwrap().set_modified(hour_ago).unwrap();
+        }
+    }
+
     #[test]
     fn removes_partials_of_dead_processes() {
         if !Path::new("/proc/self").exists() {
@@ -613,10 +622,7 @@ mod tests {
         fs::create_dir(&dead).unwrap();
         fs::write(dead.join("vmstat.csv"), "t_s,step\n").unwrap();
         // Quiet for an hour, so neither an invisible writer's.
-        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
-        for p in [dead.join("vmstat.csv"), dead.clone()] {
-            fs::File::open(&p).unwrap().set_modified(hour_ago).unwrap();
-        }
+        last_modified_an_hour_ago(&[dead.join("vmstat.csv"), dead.clone()]);
         // Of a process this one cannot see (another PID namespace) that is
         // still writing: kept.
         let invisible = dir.join(".x.partial-999999998");
@@ -674,10 +680,7 @@ mod tests {
         let stale = dir.join(".y.old-999999999");
         fs::create_dir(&stale).unwrap();
         // Both left an hour ago.
-        let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
-        for p in [old.join("run.json"), old.clone(), stale.clone()] {
-            fs::File::open(&p).unwrap().set_modified(hour_ago).unwrap();
-        }
+        last_modified_an_hour_ago(&[old.join("run.json"), old.clone(), stale.clone()]);
         fs::create_dir(dir.join("y")).unwrap();
         let w =
             RecordWriter::create(&dir.join("x"), RunMeta::new("x", Origin::Sim, "v5.15")).unwrap();

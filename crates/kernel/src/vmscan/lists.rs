@@ -61,19 +61,23 @@ type PendingWrite = (usize, ReqKind, u64, Pfn);
 
 impl Kernel {
     /// `isolate_lru_folios`: takes up to `nr_to_scan` pages from the tail of
-    /// `lru`. Returns the pages and the number scanned.
+    /// `lru`, holding `lru_lock` meanwhile. Returns the pages and the ns the
+    /// current task spins on the lock first (0 with the model off).
     fn isolate_lru_folios(
         &mut self,
         nid: usize,
         memcg: usize,
         lru: Lru,
         nr_to_scan: u64,
-    ) -> Vec<Pfn> {
+    ) -> (Vec<Pfn>, u64) {
         let mut taken = Vec::with_capacity(nr_to_scan as usize);
-        let list = &mut self.nodes[nid].lruvecs[memcg].lists[lru as usize];
         // The batch is the `nr_to_scan` oldest pages; their frames are
         // fetched together before any is touched (see mm/lru_list.rs).
-        list.peek_tail(nr_to_scan as usize, &mut taken);
+        self.nodes[nid].lruvecs[memcg].lists[lru as usize]
+            .peek_tail(nr_to_scan as usize, &mut taken);
+        // Taken under lru_lock: what the caller spins first.
+        let spin = self.lru_lock(nid, memcg, taken.len() as u64);
+        let list = &mut self.nodes[nid].lruvecs[memcg].lists[lru as usize];
         for &pfn in &taken {
             crate::mm::lru_list::prefetch(&self.frames, pfn);
         }
@@ -90,7 +94,7 @@ impl Kernel {
             NodeStat::NrIsolatedAnon
         };
         self.nodes[nid].mod_state(item, n);
-        taken
+        (taken, spin)
     }
 
     /// `move_folios_to_lru` / `putback_lru_page` for one page, freeing pages
@@ -407,9 +411,7 @@ pub(super) async fn shrink_inactive_list(
     }
     let (pages, is_kswapd, spin) = {
         let mut k = w.k();
-        let expect = k.nodes[nid].lruvecs[memcg].size(lru).min(nr_to_scan);
-        let spin = k.lru_lock(nid, memcg, expect);
-        let pages = k.isolate_lru_folios(nid, memcg, lru, nr_to_scan);
+        let (pages, spin) = k.isolate_lru_folios(nid, memcg, lru, nr_to_scan);
         let n = pages.len() as u64;
         let is_kswapd = k.current_is_kswapd();
         if !sc.cgroup_reclaim() {
@@ -535,9 +537,7 @@ pub(super) async fn shrink_active_list(
 ) {
     let (pages, spin) = {
         let mut k = w.k();
-        let expect = k.nodes[nid].lruvecs[memcg].size(lru).min(nr_to_scan);
-        let spin = k.lru_lock(nid, memcg, expect);
-        let pages = k.isolate_lru_folios(nid, memcg, lru, nr_to_scan);
+        let (pages, spin) = k.isolate_lru_folios(nid, memcg, lru, nr_to_scan);
         if !sc.cgroup_reclaim() {
             k.count(Ev::Pgrefill, pages.len() as u64);
         }

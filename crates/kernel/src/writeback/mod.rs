@@ -88,20 +88,12 @@ impl Kernel {
 
     /// `global_node_page_state(NR_FILE_DIRTY)`.
     pub fn nr_dirty(&self) -> u64 {
-        self.nodes
-            .iter()
-            .map(|n| n.state(NodeStat::NrFileDirty))
-            .sum::<i64>()
-            .max(0) as u64
+        self.global_node_page_state(NodeStat::NrFileDirty)
     }
 
     /// `global_node_page_state(NR_WRITEBACK)`.
     pub fn nr_writeback(&self) -> u64 {
-        self.nodes
-            .iter()
-            .map(|n| n.state(NodeStat::NrWriteback))
-            .sum::<i64>()
-            .max(0) as u64
+        self.global_node_page_state(NodeStat::NrWriteback)
     }
 
     /// Wakes device `d`'s flusher.
