@@ -244,12 +244,14 @@ pub fn run_with_stop(
     // (each step boots a kernel whose counters start at 0).
     let first_event = reclaimlab_kernel::vmstat::GAUGE_NAMES.len();
     let mut carried: Vec<u64> = Vec::new();
-    let mut last_values: Vec<u64> = Vec::new();
+    // The event counters of the last sample written.
+    let mut last_events: Vec<u64> = Vec::new();
     let cumulative = |mut v: Vec<u64>, last: &mut Vec<u64>, carried: &[u64]| {
         for (x, c) in v[first_event..].iter_mut().zip(carried) {
             *x += c;
         }
-        last.clone_from(&v);
+        last.clear();
+        last.extend_from_slice(&v[first_event..]);
         v
     };
     for st in steps {
@@ -259,8 +261,7 @@ pub fn run_with_stop(
         }
         let w = boot(cfg);
         w.k().exec.start_at(base_ns);
-        carried.clone_from(&last_values);
-        carried.drain(..first_event.min(carried.len()));
+        carried.clone_from(&last_events);
         let samples: Samples = Rc::new(RefCell::new(Vec::new()));
         // Workers with a finite amount of work end the step when all are done.
         let done = Rc::new(Cell::new(0u32));
@@ -294,7 +295,7 @@ pub fn run_with_stop(
         }
         let mut t = base_ns;
         {
-            let v = cumulative(w.k().vmstat_values(), &mut last_values, &carried);
+            let v = cumulative(w.k().vmstat_values(), &mut last_events, &carried);
             sink.vmstat(t as f64 / NS, st.step, &v);
         }
         while t < end {
@@ -318,7 +319,7 @@ pub fn run_with_stop(
             for (metric, at, us) in samples.borrow_mut().drain(..) {
                 sink.latency(st.step, metric, at as f64 / NS, us);
             }
-            let v = cumulative(k.vmstat_values(), &mut last_values, &carried);
+            let v = cumulative(k.vmstat_values(), &mut last_events, &carried);
             sink.vmstat(t as f64 / NS, st.step, &v);
             if check_invariants && summary.invariant_error.is_none() {
                 if let Err(e) = k.check_invariants() {
