@@ -67,9 +67,10 @@ impl Kernel {
             };
             if ok {
                 let pfn = node.free.pop().expect("free list not empty");
-                // The next allocation's frame starts loading now (a hint;
-                // see mm/lru_list.rs).
-                if let Some(&next) = node.free.last() {
+                // The frame of the allocation four on starts loading now,
+                // so the misses of a run of faults overlap (a hint; see
+                // mm/lru_list.rs).
+                if let Some(&next) = node.free.len().checked_sub(4).map(|i| &node.free[i]) {
                     crate::mm::lru_list::prefetch(&self.frames, next);
                 }
                 let p = self.frames.get_mut(pfn);

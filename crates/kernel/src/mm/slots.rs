@@ -27,6 +27,11 @@ impl Slots {
     pub fn get(&self, i: usize) -> u32 {
         !self.0[i]
     }
+    /// Entry `i`, `None` past the end.
+    #[inline]
+    pub fn get_checked(&self, i: usize) -> Option<u32> {
+        self.0.get(i).map(|&x| !x)
+    }
     /// Sets entry `i`.
     #[inline]
     pub fn set(&mut self, i: usize, v: u32) {
