@@ -23,7 +23,7 @@
 //! [`pay_cpu`] before they block or when it exceeds [`DEBT_FLUSH_NS`], so the
 //! event count stays proportional to work batches, not pages.
 
-use std::collections::VecDeque;
+use std::collections::BTreeMap;
 
 use crate::engine::{TaskId, World};
 use crate::Kernel;
@@ -37,8 +37,13 @@ pub struct Cpus {
     /// Task holding each CPU.
     pub holder: Vec<Option<TaskId>>,
     /// Tasks waiting for a CPU, with the block sequence they wait under and
-    /// the time they started waiting, in arrival order.
-    pub runqueue: VecDeque<(TaskId, u32, u64)>,
+    /// the time they started waiting, in `pick_next_entity` order: by
+    /// vruntime (fixed while a task waits: only running tasks accrue it),
+    /// then by arrival (the rbtree's leftmost; CFS breaks ties the same
+    /// way, a new entity going right of equal keys).
+    pub runqueue: BTreeMap<(u64, u64), (TaskId, u32, u64)>,
+    /// Arrivals so far: the second half of the queue's key.
+    arrivals: u64,
     /// CFS `min_vruntime`: never decreases.
     pub min_vruntime: u64,
     /// Half the scaled scheduling latency: the most a sleeper is credited.
@@ -53,14 +58,15 @@ impl Cpus {
         let factor = 1 + u64::from(n.clamp(1, 8).ilog2());
         Cpus {
             holder: vec![None; n],
-            runqueue: VecDeque::new(),
+            runqueue: BTreeMap::new(),
+            arrivals: 0,
             min_vruntime: 0,
             sleeper_credit_ns: 6_000_000 * factor / 2,
         }
     }
     /// Drops an exiting task from the run queue and frees its CPU.
     pub fn forget(&mut self, t: TaskId) {
-        self.runqueue.retain(|e| e.0 != t);
+        self.runqueue.retain(|_, e| e.0 != t);
         for h in &mut self.holder {
             if *h == Some(t) {
                 *h = None;
@@ -116,32 +122,30 @@ impl Kernel {
         }
         let seq = self.exec.sched[t as usize].wait_seq;
         let now = self.exec.now();
-        self.cpus.runqueue.push_back((t, seq, now));
+        let key = (self.tasks[t as usize].vruntime, self.cpus.arrivals);
+        self.cpus.arrivals += 1;
+        self.cpus.runqueue.insert(key, (t, seq, now));
         false
     }
 
     /// Gives the current task's CPU to the next queued task, or frees it.
     fn release_cpu(&mut self) {
         let t = self.exec.current();
-        let Some(c) = self.cpus.holder.iter().position(|h| *h == Some(t)) else {
+        // `cpu` is where the task last ran; it holds that CPU still, or none.
+        let c = self.tasks[t as usize].cpu as usize;
+        if self.cpus.holder.get(c) != Some(&Some(t)) {
+            debug_assert!(!self.cpus.holder.contains(&Some(t)));
             return;
-        };
+        }
         self.cpus.holder[c] = None;
         // (An exiting task left the queue in `task_exited` → `Cpus::forget`.)
         debug_assert!(self
             .cpus
             .runqueue
-            .iter()
+            .values()
             .all(|e| !self.exec.sched[e.0 as usize].exited));
         // pick_next_entity(): the smallest vruntime, earliest arrival on ties.
-        let best = self
-            .cpus
-            .runqueue
-            .iter()
-            .enumerate()
-            .min_by_key(|(i, e)| (self.tasks[e.0 as usize].vruntime, *i))
-            .map(|(i, _)| i);
-        if let Some((next, seq, since)) = best.and_then(|i| self.cpus.runqueue.remove(i)) {
+        if let Some((_, (next, seq, since))) = self.cpus.runqueue.pop_first() {
             let now = self.exec.now();
             self.cpus.holder[c] = Some(next);
             self.tasks[next as usize].cpu = c as u32;
@@ -154,10 +158,10 @@ impl Kernel {
     /// queued tasks, never going backwards.
     fn update_min_vruntime(&mut self) {
         let running = self.cpus.holder.iter().flatten();
-        let queued = self.cpus.runqueue.iter().map(|e| &e.0);
+        let leftmost = self.cpus.runqueue.keys().next().map(|k| k.0);
         if let Some(m) = running
-            .chain(queued)
             .map(|&t| self.tasks[t as usize].vruntime)
+            .chain(leftmost)
             .min()
         {
             self.cpus.min_vruntime = self.cpus.min_vruntime.max(m);
