@@ -4,7 +4,10 @@
 //! (`.NAME.partial-PID`) and renamed into place by [`RecordWriter::finish`],
 //! after `run.json` has been written last: a crash, a Ctrl-C or an error never
 //! leaves a half-written record under the final name, and dropping an
-//! unfinished writer removes its partial directory. The simulator may emit
+//! unfinished writer removes its partial directory. A writer holds a lock on
+//! a file in its partial directory, so that other writers of the same record
+//! can tell exactly when it is gone and remove what it left behind. The
+//! simulator may emit
 //! millions of trace lines and latency samples, so every file is buffered, the
 //! trace is compressed as it streams, and numbers are formatted without
 //! allocating (`itoa`, `ryu`). Output is deterministic: the same calls give the
@@ -46,6 +49,9 @@ static ACTIVE: Mutex<BTreeSet<PathBuf>> = Mutex::new(BTreeSet::new());
 pub struct RecordWriter {
     final_dir: PathBuf,
     partial_dir: PathBuf,
+    /// The locked [`LOCK_FILE`] of `partial_dir`, held until the directory is
+    /// gone: the proof, to cleaners of other processes, that this writer runs.
+    lock: Option<File>,
     meta: RunMeta,
     vmstat: BufWriter<File>,
     vmstat_cols: Option<usize>,
@@ -94,6 +100,16 @@ fn put_secs(out: &mut impl Write, t_s: f64) -> std::io::Result<()> {
     out.write_all(&digits)
 }
 
+/// The name of the partial directory of record `name` written by process `pid`.
+fn partial_name(name: &str, pid: u32) -> String {
+    format!(".{name}.partial-{pid}")
+}
+
+/// The name under which process `pid` moves aside the record `name` it replaces.
+fn old_name(name: &str, pid: u32) -> String {
+    format!(".{name}.old-{pid}")
+}
+
 /// The PID in `file_name` if it is exactly `.NAME.partial-PID` (PID all
 /// decimal digits) for this `name`.
 fn partial_pid(file_name: &str, name: &str) -> Option<u32> {
@@ -117,8 +133,65 @@ fn suffixed_pid(file_name: &str, name: &str, tag: &str) -> Option<u32> {
     digits.parse().ok()
 }
 
-/// How long a partial directory must have been left untouched before a
-/// writer whose PID this process cannot see counts as gone.
+/// The lock file of a partial directory. Its writer holds an exclusive
+/// `flock` on it from just after creating the directory until the directory
+/// is gone (renamed into place, or removed); the kernel drops the lock when
+/// the process exits, however it dies. So the lock is free exactly when the
+/// writer is gone, whatever PID namespace it ran in.
+const LOCK_FILE: &str = ".lock";
+
+/// What the lock file is created and locked as, before being renamed to
+/// [`LOCK_FILE`]: a `.lock` that exists is therefore always locked while its
+/// writer runs, and a cleaner can never take it in the instant between its
+/// creation and its locking.
+const LOCK_FILE_NEW: &str = ".lock.new";
+
+/// Creates the lock file in the new partial directory `dir` and locks it.
+/// `None` if that fails (a file system without locks): the writer then goes
+/// on without one and is judged by the rule for older versions.
+fn lock_partial(dir: &Path) -> Option<File> {
+    let new = dir.join(LOCK_FILE_NEW);
+    let lock = File::create(&new)
+        .ok()
+        .filter(|f| f.try_lock().is_ok())
+        .filter(|_| fs::rename(&new, dir.join(LOCK_FILE)).is_ok());
+    if lock.is_none() {
+        let _ = fs::remove_file(&new);
+    }
+    lock
+}
+
+/// What the lock file of a partial directory says about its writer.
+enum Writer {
+    /// It holds the lock (or the lock file cannot be opened): in use.
+    Running,
+    /// It is gone: the lock was free, and is now held through this file by
+    /// the caller, which keeps other cleaners away while it cleans up.
+    Gone(File),
+    /// No lock file: written by a version before locking, or by a writer that
+    /// could not lock (see [`lock_partial`]), or created an instant ago.
+    Unknown,
+}
+
+fn probe_writer(partial: &Path) -> Writer {
+    // Opened for writing: NFS emulates flock with POSIX locks, and an
+    // exclusive one needs a file open for writing.
+    let opened = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(partial.join(LOCK_FILE));
+    match opened {
+        Ok(f) => match f.try_lock() {
+            Ok(()) => Writer::Gone(f),
+            Err(_) => Writer::Running,
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Writer::Unknown,
+        Err(_) => Writer::Running,
+    }
+}
+
+/// How long a directory without a lock file must have been left untouched
+/// before a writer whose PID this process cannot see counts as gone.
 const QUIET_BEFORE_STALE: std::time::Duration = std::time::Duration::from_secs(600);
 
 /// Whether `dir` or anything directly in it was modified within `quiet`
@@ -138,64 +211,138 @@ fn recently_modified(dir: &Path, quiet: std::time::Duration) -> bool {
     })
 }
 
-/// Removes the partial directories `.NAME.partial-PID` in `parent` left by
-/// processes that no longer run (a crash, a SIGKILL), so they do not pile up.
-/// A process is alive while `/proc/PID` exists; without a `/proc` (not Linux,
-/// or not mounted) nothing is removed. A writer in another PID namespace (a
-/// container sharing the directory) is invisible in `/proc`, so a directory
-/// also counts as in use while it or a file in it was modified in the last
-/// ten minutes: a crashed writer's leftovers go ten minutes later. Best
-/// effort: errors are ignored (another process may be cleaning up at the
-/// same time). Directories of this process are left to
-/// [`RecordWriter::create`], which knows whether they are in use.
-fn remove_dead_partials(parent: &Path, name: &str) {
+/// The rule for a directory whose writer left no lock file (older versions):
+/// in use while `/proc/PID` exists, and also while `dir` or a file in it was
+/// modified in the last ten minutes, since a writer in another PID namespace
+/// (a container sharing the directory) is invisible in this `/proc`. Without
+/// a `/proc` (not Linux, or not mounted) always in use.
+fn legacy_in_use(pid: u32, dir: &Path) -> bool {
     let proc = Path::new("/proc");
-    if !proc.join("self").exists() {
+    !proc.join("self").exists()
+        || proc.join(pid.to_string()).exists()
+        || recently_modified(dir, QUIET_BEFORE_STALE)
+}
+
+/// Puts a record moved aside as `old` by a writer now gone back at
+/// `final_dir` if nothing took its place (the writer was killed between its
+/// two renames); otherwise that copy is superseded and removed.
+fn settle_old(old: &Path, final_dir: &Path) {
+    if !fs::symlink_metadata(old).is_ok_and(|m| m.is_dir()) {
         return;
     }
+    if fs::symlink_metadata(final_dir).is_err() && fs::rename(old, final_dir).is_ok() {
+        return;
+    }
+    let _ = fs::remove_dir_all(old);
+}
+
+/// Removes `.NAME.partial-PID` if its writer is gone, after settling the
+/// record that writer may have moved aside as `.NAME.old-PID`.
+///
+/// The old record is settled here, under the partial directory's lock, and
+/// not on its own: a writer moves the old record aside and renames its own
+/// into place (or, if that fails, puts the old one back) only while its
+/// partial directory exists and is locked. So while that lock is held, the
+/// `.old-PID` may still be put back by its writer and must not be touched;
+/// once it is free, the writer died between its two renames and the old
+/// record is this cleaner's to restore.
+fn remove_partial_if_dead(parent: &Path, name: &str, pid: u32) {
+    let partial = parent.join(partial_name(name, pid));
+    let lock = match probe_writer(&partial) {
+        Writer::Running => return,
+        Writer::Gone(lock) => Some(lock),
+        Writer::Unknown if legacy_in_use(pid, &partial) => return,
+        Writer::Unknown => None,
+    };
+    settle_old(&parent.join(old_name(name, pid)), &parent.join(name));
+    let _ = fs::remove_dir_all(&partial);
+    // Released only now, so no other cleaner works on the same directories.
+    drop(lock);
+}
+
+/// Settles `.NAME.old-PID` when `.NAME.partial-PID` is gone. Its writer then
+/// got past renaming its record into place, or gave up after failing to (its
+/// partial directory was removed): it will never put this copy back, only
+/// remove it. So if `NAME` exists the copy is superseded and goes at once,
+/// whether or not its writer still runs. If `NAME` does not exist, the copy
+/// is the latest record there is and goes back to `NAME` once the rule for
+/// older versions ([`legacy_in_use`]) says its writer is gone.
+fn settle_orphaned_old(parent: &Path, name: &str, pid: u32) {
+    if fs::symlink_metadata(parent.join(partial_name(name, pid))).is_ok() {
+        return; // Settled with its partial directory, by its lock.
+    }
+    let old = parent.join(old_name(name, pid));
+    let final_dir = parent.join(name);
+    if fs::symlink_metadata(&final_dir).is_err() && legacy_in_use(pid, &old) {
+        return;
+    }
+    settle_old(&old, &final_dir);
+}
+
+/// Removes the partial directories `.NAME.partial-PID` in `parent` whose
+/// writers are gone (a crash, a SIGKILL), so they do not pile up, and
+/// settles the records those writers had moved aside (`.NAME.old-PID`). A
+/// writer is gone when the lock of its partial directory is free
+/// ([`LOCK_FILE`]); a directory without a lock file follows the rule for
+/// older versions ([`legacy_in_use`]). This process's own writers hold their
+/// locks, so their directories are kept like any other's. Best effort:
+/// errors are ignored (another process may be cleaning up at the same time).
+fn remove_dead_partials(parent: &Path, name: &str) {
     let Ok(entries) = fs::read_dir(parent) else {
         return;
     };
-    let me = std::process::id();
     for e in entries.flatten() {
-        let file_name = e.file_name();
-        let Some(f) = file_name.to_str() else {
-            continue;
-        };
-        let (pid, old) = match (partial_pid(f, name), old_pid(f, name)) {
-            (Some(p), _) => (p, false),
-            (_, Some(p)) => (p, true),
-            _ => continue,
-        };
-        if pid == me || proc.join(pid.to_string()).exists() {
-            continue;
-        }
         // A real directory, not a symlink to one elsewhere.
         if !e.file_type().is_ok_and(|t| t.is_dir()) {
             continue;
         }
-        // Still being written (or, for an old record, just moved aside) by a
-        // process this one cannot see.
-        if recently_modified(&e.path(), QUIET_BEFORE_STALE) {
+        let file_name = e.file_name();
+        let Some(f) = file_name.to_str() else {
             continue;
+        };
+        if let Some(pid) = partial_pid(f, name) {
+            remove_partial_if_dead(parent, name, pid);
+        } else if let Some(pid) = old_pid(f, name) {
+            settle_orphaned_old(parent, name, pid);
         }
-        // A process killed between moving the old record aside and renaming
-        // its new one into place: the old record goes back if nothing took
-        // its place (the unfinished new one is removed like any partial).
-        let final_dir = parent.join(name);
-        if old && !final_dir.exists() && fs::rename(e.path(), &final_dir).is_ok() {
-            continue;
-        }
-        let _ = fs::remove_dir_all(e.path());
     }
+}
+
+/// Clears the way for this process's partial directory of record `name`.
+/// No writer of this process uses it (the caller has just claimed it in
+/// [`ACTIVE`]), but it may exist: left by an earlier process with the same
+/// PID (without a lock file, the rule for older versions keeps it while this
+/// PID runs), or being written by a process with the same PID in another PID
+/// namespace. That one holds its lock: refused rather than destroyed.
+fn clear_own_partial(parent: &Path, name: &str, final_dir: &Path) -> Result<()> {
+    let partial_dir = parent.join(partial_name(name, std::process::id()));
+    if fs::symlink_metadata(&partial_dir).is_err() {
+        return Ok(());
+    }
+    let lock = probe_writer(&partial_dir);
+    if matches!(lock, Writer::Running) {
+        return Err(RecordError::Usage {
+            path: final_dir.to_path_buf(),
+            message: format!(
+                "{} is in use by another process with this PID (in another PID namespace); \
+                 give each run its own --out directory",
+                partial_dir.display()
+            ),
+        });
+    }
+    settle_old(&parent.join(old_name(name, std::process::id())), final_dir);
+    fs::remove_dir_all(&partial_dir)
+        .map_err(|e| RecordError::io(&partial_dir, "removing a stale partial record", e))?;
+    drop(lock);
+    Ok(())
 }
 
 impl RecordWriter {
     /// Starts a record that will appear at `final_dir` when finished. The
-    /// partial directory `.NAME.partial-PID` is created beside it (a stale one of
-    /// the same name is removed first, and so are the partial directories of
-    /// this record left by processes no longer running). `final_dir` itself is
-    /// not touched until [`RecordWriter::finish`].
+    /// partial directory `.NAME.partial-PID` is created beside it, holding a
+    /// locked lock file (a stale one of the same name is removed first, and
+    /// so are the partial directories of this record whose writers are gone).
+    /// `final_dir` itself is not touched until [`RecordWriter::finish`].
     pub fn create(final_dir: &Path, meta: RunMeta) -> Result<Self> {
         let name = final_dir
             .file_name()
@@ -211,7 +358,7 @@ impl RecordWriter {
         };
         fs::create_dir_all(&parent).map_err(|e| RecordError::io(&parent, "creating", e))?;
         remove_dead_partials(&parent, &name);
-        let partial_dir = parent.join(format!(".{name}.partial-{}", std::process::id()));
+        let partial_dir = parent.join(partial_name(&name, std::process::id()));
         // Two writers of this process on the same record would share the
         // partial directory: refuse the second rather than destroy the first.
         {
@@ -224,38 +371,50 @@ impl RecordWriter {
                 });
             }
         }
-        let w = Self::create_in(final_dir, partial_dir.clone(), meta);
+        let w = clear_own_partial(&parent, &name, final_dir)
+            .and_then(|()| Self::create_in(final_dir, partial_dir.clone(), meta));
         if w.is_err() {
-            let _ = fs::remove_dir_all(&partial_dir);
             let mut active = ACTIVE.lock().unwrap_or_else(|p| p.into_inner());
             active.remove(&partial_dir);
         }
         w
     }
 
+    /// Creates `partial_dir` and the writer; on an error, removes the
+    /// directory again, but only once it is this writer's own.
     fn create_in(final_dir: &Path, partial_dir: PathBuf, meta: RunMeta) -> Result<Self> {
-        if partial_dir.exists() {
-            fs::remove_dir_all(&partial_dir)
-                .map_err(|e| RecordError::io(&partial_dir, "removing a stale partial record", e))?;
-        }
         fs::create_dir(&partial_dir).map_err(|e| RecordError::io(&partial_dir, "creating", e))?;
-        let mut w = RecordWriter {
+        let w = Self::open_files(final_dir, partial_dir.clone(), meta);
+        if w.is_err() {
+            let _ = fs::remove_dir_all(&partial_dir);
+        }
+        w
+    }
+
+    fn open_files(final_dir: &Path, partial_dir: PathBuf, meta: RunMeta) -> Result<Self> {
+        // First, so that the directory is claimed before anything is in it.
+        let lock = lock_partial(&partial_dir);
+        let vmstat = create_file(&partial_dir, files::VMSTAT_CSV)?;
+        let mut latency = create_file(&partial_dir, files::LATENCY_CSV)?;
+        latency
+            .write_all(b"step,metric,t_s,value_us\n")
+            .map_err(|e| RecordError::io(partial_dir.join(files::LATENCY_CSV), "writing", e))?;
+        // Built last and infallibly: a writer that exists owns its directory
+        // (its drop removes it).
+        Ok(RecordWriter {
             final_dir: final_dir.to_path_buf(),
-            vmstat: create_file(&partial_dir, files::VMSTAT_CSV)?,
+            vmstat,
             vmstat_cols: None,
-            latency: create_file(&partial_dir, files::LATENCY_CSV)?,
+            latency,
             partial_dir,
+            lock,
             meta,
             trace: None,
             trace_lines: 0,
             vmstat_rows: 0,
             latency_rows: 0,
             finished: false,
-        };
-        w.latency
-            .write_all(b"step,metric,t_s,value_us\n")
-            .map_err(|e| w.io_err(files::LATENCY_CSV, e))?;
-        Ok(w)
+        })
     }
 
     fn io_err(&self, file: &str, e: std::io::Error) -> RecordError {
@@ -512,7 +671,9 @@ impl RecordWriter {
             let _ = f.sync_all();
         }
 
-        // Move into place.
+        // Move into place. Everything up to the rename happens while the
+        // partial directory exists and is locked: cleaners leave the old
+        // record moved aside alone until then (see `remove_partial_if_dead`).
         let fd = &self.final_dir;
         let mut old = None;
         if fs::symlink_metadata(fd).is_ok() {
@@ -537,7 +698,7 @@ impl RecordWriter {
                 .parent()
                 .map(Path::to_path_buf)
                 .unwrap_or_default();
-            let o = parent.join(format!(".{name}.old-{}", std::process::id()));
+            let o = parent.join(old_name(&name, std::process::id()));
             if o.exists() {
                 let _ = fs::remove_dir_all(&o);
             }
@@ -556,6 +717,13 @@ impl RecordWriter {
             ));
         }
         self.finished = true;
+        // The lock file came along; it is no part of the record. Unlinked
+        // only now, still locked: a cleaner never saw a lock-less partial
+        // directory, and never looks inside `final_dir`. Should this fail,
+        // the reader ignores the file.
+        if self.lock.is_some() {
+            let _ = fs::remove_file(fd.join(LOCK_FILE));
+        }
         if let Some(o) = old {
             let _ = fs::remove_dir_all(o);
         }
@@ -571,6 +739,8 @@ impl Drop for RecordWriter {
         if !self.finished {
             // Stop the compressor first so its file is closed; errors are moot.
             self.trace.take();
+            // Removed while still locked (`lock` is dropped after this body),
+            // so no cleaner takes this writer for a dead one meanwhile.
             let _ = fs::remove_dir_all(&self.partial_dir);
         }
     }
@@ -608,6 +778,8 @@ mod tests {
         }
     }
 
+    /// Partial directories without a lock file (written by versions before
+    /// locking) follow the PID-and-ten-minutes rule.
     #[test]
     fn removes_partials_of_dead_processes() {
         if !Path::new("/proc/self").exists() {
@@ -631,6 +803,11 @@ mod tests {
         // Of a running process (PID 1 always is): in use, kept.
         let live = dir.join(".x.partial-1");
         fs::create_dir(&live).unwrap();
+        // Of a writer that has not yet renamed its locked lock file into
+        // place: judged by the same rule, so kept.
+        let creating = dir.join(".x.partial-999999997");
+        fs::create_dir(&creating).unwrap();
+        fs::write(creating.join(LOCK_FILE_NEW), "").unwrap();
         // Not this record's partial directory, or not a partial directory.
         let keep = [
             ".y.partial-999999999",
@@ -652,7 +829,7 @@ mod tests {
             "a running process's partial directory was removed"
         );
         assert!(
-            invisible.exists(),
+            invisible.exists() && creating.exists(),
             "a partial directory written a moment ago was removed"
         );
         for k in keep {
@@ -663,7 +840,9 @@ mod tests {
     }
 
     /// Killed between its two renames, a writer leaves the old record aside
-    /// (`.x.old-PID`) and no `x`: the next writer of `x` puts it back.
+    /// (`.x.old-PID`) and no `x`: the next writer of `x` puts it back. Here
+    /// without its partial directory, as an older version (or a cleaner of
+    /// one) may leave it, so by the PID-and-ten-minutes rule.
     #[test]
     fn restores_a_record_moved_aside_by_a_dead_process() {
         if !Path::new("/proc/self").exists() {
@@ -692,6 +871,182 @@ mod tests {
         assert!(!stale.exists() && dir.join("y").exists());
         drop(w);
         let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// A fresh, empty directory for one test.
+    fn test_dir(tag: &str) -> PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("reclaimlab-writer-{tag}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// Makes `dir` a partial directory as a writer does, with a file in it
+    /// and its lock file locked; returns the lock, which the test holds for
+    /// that writer (dropping it plays the writer's death).
+    fn locked_partial(dir: &Path) -> File {
+        fs::create_dir(dir).unwrap();
+        let lock = File::create(dir.join(LOCK_FILE)).unwrap();
+        lock.try_lock().unwrap();
+        fs::write(dir.join(files::VMSTAT_CSV), "t_s,step\n").unwrap();
+        lock
+    }
+
+    /// `dir/.NAME.old-PID` holding a record with `run.json` `{}`.
+    fn moved_aside(dir: &Path, name: &str, pid: u32) -> PathBuf {
+        let old = dir.join(old_name(name, pid));
+        fs::create_dir(&old).unwrap();
+        fs::write(old.join(files::RUN_JSON), "{}").unwrap();
+        old
+    }
+
+    fn meta() -> RunMeta {
+        RunMeta::new("x", Origin::Sim, "v5.15")
+    }
+
+    /// The tests hold locks for other writers from this process, and the
+    /// cleaner judges this process's own writers by their locks: both rely
+    /// on a lock (flock) belonging to an open file, not to a process, so
+    /// that a second open of the file in the same process cannot take it.
+    #[test]
+    fn a_lock_excludes_another_open_file_of_the_same_process() {
+        let dir = test_dir("flock");
+        let held = File::create(dir.join(LOCK_FILE)).unwrap();
+        held.try_lock().unwrap();
+        let other = File::open(dir.join(LOCK_FILE)).unwrap();
+        assert!(matches!(
+            other.try_lock(),
+            Err(fs::TryLockError::WouldBlock)
+        ));
+        assert!(matches!(probe_writer(&dir), Writer::Running));
+        drop(held);
+        assert!(matches!(probe_writer(&dir), Writer::Gone(_)));
+        drop(other);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A writer holding its lock runs, however long ago it last wrote and
+    /// although its PID is not in this `/proc` (another PID namespace): its
+    /// partial directory and the record it moved aside stay as they are.
+    #[test]
+    fn keeps_partials_whose_lock_is_held() {
+        let dir = test_dir("held");
+        let partial = dir.join(".x.partial-999999999");
+        let lock = locked_partial(&partial);
+        // Between its two renames: the old record aside, no `x` yet.
+        let old = moved_aside(&dir, "x", 999999999);
+        last_modified_an_hour_ago(&[
+            partial.join(LOCK_FILE),
+            partial.join(files::VMSTAT_CSV),
+            partial.clone(),
+            old.join(files::RUN_JSON),
+            old.clone(),
+        ]);
+        let w = RecordWriter::create(&dir.join("x"), meta()).unwrap();
+        assert!(
+            partial.join(files::VMSTAT_CSV).exists(),
+            "a locked partial directory was removed"
+        );
+        assert!(
+            old.exists() && !dir.join("x").exists(),
+            "the record moved aside by a running writer was touched"
+        );
+        drop(w);
+        drop(lock);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A free lock means its writer is gone, at once: even though its PID
+    /// is in use (PID 1 always is) and its files were written a moment ago.
+    /// The record it had moved aside goes back in place.
+    #[test]
+    fn removes_partials_with_a_free_lock_at_once() {
+        let dir = test_dir("free");
+        let partial = dir.join(".x.partial-1");
+        drop(locked_partial(&partial));
+        let old = moved_aside(&dir, "x", 1);
+        let w = RecordWriter::create(&dir.join("x"), meta()).unwrap();
+        assert!(
+            !partial.exists(),
+            "the partial directory of a gone writer is left"
+        );
+        assert!(!old.exists(), "the record moved aside is left aside");
+        assert_eq!(fs::read_to_string(dir.join("x/run.json")).unwrap(), "{}");
+        drop(w);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A record moved aside whose writer's partial directory is gone (its
+    /// record is in place) is a superseded copy: removed at once, although
+    /// its writer may still be running (PID 1 is) and removing it.
+    #[test]
+    fn removes_superseded_records_moved_aside_at_once() {
+        let dir = test_dir("superseded");
+        let old = moved_aside(&dir, "x", 1);
+        fs::create_dir(dir.join("x")).unwrap();
+        fs::write(dir.join("x/run.json"), "[]").unwrap();
+        let w = RecordWriter::create(&dir.join("x"), meta()).unwrap();
+        assert!(!old.exists(), "the superseded copy is left");
+        assert_eq!(fs::read_to_string(dir.join("x/run.json")).unwrap(), "[]");
+        drop(w);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A writer's partial directory is locked from its creation until it is
+    /// renamed into place or removed; no lock file is left in the record.
+    #[test]
+    fn a_writer_holds_its_lock_until_finished() {
+        let dir = test_dir("own");
+        let partial = dir.join(partial_name("x", std::process::id()));
+        for _ in 0..2 {
+            // The second time, the first record is moved aside and replaced.
+            let w = RecordWriter::create(&dir.join("x"), meta()).unwrap();
+            assert!(matches!(probe_writer(&partial), Writer::Running));
+            assert!(!partial.join(LOCK_FILE_NEW).exists());
+            let out = w.finish().unwrap();
+            let mut names: Vec<_> = fs::read_dir(&out)
+                .unwrap()
+                .map(|e| e.unwrap().file_name().into_string().unwrap())
+                .collect();
+            names.sort();
+            assert_eq!(
+                names,
+                [files::LATENCY_CSV, files::RUN_JSON, files::VMSTAT_CSV]
+            );
+            crate::Record::open(&out).unwrap();
+        }
+        drop(RecordWriter::create(&dir.join("x"), meta()).unwrap());
+        let left: Vec<_> = fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(left, ["x"]);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A partial directory with this process's PID that this process is not
+    /// writing, but whose lock is held: a process with the same PID in
+    /// another PID namespace writing the same record. Refused rather than
+    /// destroyed; once its lock is free, replaced.
+    #[test]
+    fn refuses_a_locked_partial_directory_with_its_own_pid() {
+        let dir = test_dir("samepid");
+        let partial = dir.join(partial_name("x", std::process::id()));
+        let lock = locked_partial(&partial);
+        fs::write(partial.join("theirs"), "").unwrap();
+        match RecordWriter::create(&dir.join("x"), meta()) {
+            Err(RecordError::Usage { .. }) => {}
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("a partial directory in use was taken over"),
+        }
+        assert!(partial.join("theirs").exists());
+        drop(lock);
+        let w = RecordWriter::create(&dir.join("x"), meta()).unwrap();
+        assert!(!partial.join("theirs").exists());
+        assert!(matches!(probe_writer(&partial), Writer::Running));
+        drop(w);
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
