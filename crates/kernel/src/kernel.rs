@@ -103,6 +103,9 @@ pub struct Kernel {
     /// The page table and young bits of the last unmapped mapping, kept for
     /// the next `mmap_anon` (host memory only; no effect on the simulation).
     pub spare_anon_tables: Option<(crate::mm::slots::Slots, Vec<u64>)>,
+    /// Per-list buffers `move_folios_to_lru` sorts a batch into, kept
+    /// between calls so that putting a batch back allocates nothing.
+    pub lru_scratch: [Vec<crate::mm::page::Pfn>; crate::mm::page::NR_LRU_LISTS],
     /// Files by id.
     pub files: Vec<File>,
     /// Swap.
@@ -188,6 +191,7 @@ impl Kernel {
             cpus: Cpus::default(),
             anon: Vec::new(),
             spare_anon_tables: None,
+            lru_scratch: Default::default(),
             files: Vec::new(),
             swap,
             devs,

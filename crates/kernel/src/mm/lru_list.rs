@@ -8,7 +8,7 @@
 //! Here the list is a ring of pfns, oldest at `start`, newest at `end - 1`,
 //! and each page remembers its position (`Page::lru_pos`). Taking from the
 //! tail reads the ring in order, so the frames of a whole batch can be
-//! fetched at once ([`LruList::peek_tail`] + [`prefetch`]); adding at the
+//! fetched at once ([`LruList::take_tail`] + [`prefetch`]); adding at the
 //! head touches only the new page. A page taken from the middle
 //! (`list_del`) leaves a hole that the ends skip; when the holes exceed
 //! half the pages they are squeezed out, and a full ring grows by half.
@@ -86,32 +86,41 @@ impl LruList {
         (self.len > 0).then(|| self.slot(self.end.wrapping_sub(1)))
     }
 
-    /// Up to `n` pages from the tail towards the head, oldest first, without
-    /// taking them.
-    pub fn peek_tail(&self, n: usize, out: &mut Vec<Pfn>) {
-        let mut pos = self.start;
-        while out.len() < n && pos != self.end {
-            let pfn = self.slot(pos);
-            if pfn != NO_PFN {
-                out.push(pfn);
+    /// Takes up to `n` pages off the tail, oldest first, into `out`, without
+    /// looking at their frames.
+    pub fn take_tail(&mut self, f: &mut Frames, n: usize, out: &mut Vec<Pfn>) {
+        let first = out.len();
+        let cap = self.buf.len() as u32;
+        let mut want = n;
+        while want > 0 && self.start != self.end {
+            // The slots from the tail to the end of the ring or of the list,
+            // whichever comes first: no wrap to check slot by slot. (The
+            // tail is within one turn of `base`, so its slot is `start - base`.)
+            let i = self.start.wrapping_sub(self.base) as usize;
+            let run = (cap as usize - i).min(self.span() as usize);
+            let mut used = 0;
+            for slot in &mut self.buf[i..i + run] {
+                used += 1;
+                // 0 is a hole (`!NO_PFN`).
+                if *slot != 0 {
+                    out.push(!*slot);
+                    *slot = 0;
+                    want -= 1;
+                    if want == 0 {
+                        break;
+                    }
+                }
             }
-            pos = pos.wrapping_add(1);
-        }
-    }
-
-    /// Takes the `n` oldest pages off the list (what [`LruList::peek_tail`]
-    /// just returned), without looking at their frames.
-    pub fn drop_tail(&mut self, f: &mut Frames, n: usize) {
-        debug_assert!(n as u64 <= self.len, "dropping {n} of {} pages", self.len);
-        let mut left = n;
-        while left > 0 {
-            if self.slot(self.start) != NO_PFN {
-                self.set_slot(self.start, NO_PFN);
-                left -= 1;
+            self.start = self.start.wrapping_add(used);
+            if self.start.wrapping_sub(self.base) >= cap {
+                self.base = self.base.wrapping_add(cap);
             }
-            self.advance_start();
         }
-        self.len -= n as u64;
+        let taken = (out.len() - first) as u64;
+        if taken == 0 {
+            return;
+        }
+        self.len -= taken;
         if self.len == 0 {
             self.clear();
             return;
@@ -172,6 +181,29 @@ impl LruList {
         f.get_mut(pfn).lru_pos = pos;
         self.end = pos.wrapping_add(1);
         self.len += 1;
+    }
+
+    /// Adds `pfns` at the head in order, the last one newest (`list_add` of
+    /// each): one room check for the lot.
+    pub fn push_head_many(&mut self, f: &mut Frames, pfns: &[Pfn]) {
+        if pfns.is_empty() {
+            return;
+        }
+        while self.buf.is_empty() || self.span() as usize + pfns.len() > self.buf.len() {
+            self.grow(f);
+        }
+        let cap = self.buf.len() as u32;
+        let mut pos = self.end;
+        let mut d = pos.wrapping_sub(self.base);
+        for &pfn in pfns {
+            let i = if d >= cap { d - cap } else { d };
+            self.buf[i as usize] = !pfn;
+            f.get_mut(pfn).lru_pos = pos;
+            pos = pos.wrapping_add(1);
+            d = d.wrapping_add(1);
+        }
+        self.end = pos;
+        self.len += pfns.len() as u64;
     }
 
     /// Adds `pfn` at the tail (`list_add_tail`, as `lru_move_tail`).
@@ -352,7 +384,7 @@ mod tests {
             x ^= x >> 7;
             x ^= x << 17;
             let pfn = (x % u64::from(n)) as Pfn;
-            match (x >> 32) % 5 {
+            match (x >> 32) % 7 {
                 0 | 1 if !on[pfn as usize] => {
                     l.push_head(&mut f, pfn);
                     model.push_front(pfn);
@@ -367,6 +399,33 @@ mod tests {
                     l.remove(&mut f, pfn);
                     model.retain(|&p| p != pfn);
                     on[pfn as usize] = false;
+                }
+                5 => {
+                    let k = ((x >> 40) % 40) as usize;
+                    let mut got = vec![9999];
+                    l.take_tail(&mut f, k, &mut got);
+                    assert_eq!(got[0], 9999, "take_tail appends");
+                    let want: Vec<Pfn> = model.iter().rev().take(k).copied().collect();
+                    assert_eq!(&got[1..], &want[..]);
+                    for &p in &got[1..] {
+                        assert_eq!(model.pop_back(), Some(p));
+                        on[p as usize] = false;
+                    }
+                }
+                6 => {
+                    // A batch of pages not on the list, in order.
+                    let mut batch: Vec<Pfn> = Vec::new();
+                    for d in 0..((x >> 40) % 50) as u32 {
+                        let p = (pfn + d * 7) % n;
+                        if !on[p as usize] && !batch.contains(&p) {
+                            batch.push(p);
+                        }
+                    }
+                    l.push_head_many(&mut f, &batch);
+                    for &p in &batch {
+                        model.push_front(p);
+                        on[p as usize] = true;
+                    }
                 }
                 4 => {
                     if let Some(t) = l.tail() {
@@ -390,10 +449,9 @@ mod tests {
             if step % 1000 == 0 {
                 assert_eq!(order(&l), model.iter().copied().collect::<Vec<_>>());
                 let mut batch = Vec::new();
-                l.peek_tail(7, &mut batch);
+                l.take_tail(&mut f, 7, &mut batch);
                 let want: Vec<Pfn> = model.iter().rev().take(7).copied().collect();
                 assert_eq!(batch, want);
-                l.drop_tail(&mut f, batch.len());
                 for &p in &batch {
                     assert_eq!(model.pop_back(), Some(p));
                     on[p as usize] = false;
@@ -436,8 +494,7 @@ mod tests {
             // Take the rest from the tail in batches of up to 500.
             while l.len > 0 {
                 let mut batch = Vec::new();
-                l.peek_tail(500, &mut batch);
-                l.drop_tail(&mut f, batch.len());
+                l.take_tail(&mut f, 500, &mut batch);
                 for &p in &batch {
                     assert_eq!(model.pop_back(), Some(p));
                 }

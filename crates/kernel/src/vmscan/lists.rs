@@ -71,17 +71,19 @@ impl Kernel {
         nr_to_scan: u64,
     ) -> (Vec<Pfn>, u64) {
         let mut taken = Vec::with_capacity(nr_to_scan as usize);
-        // The batch is the `nr_to_scan` oldest pages; their frames are
-        // fetched together before any is touched (see mm/lru_list.rs).
-        self.nodes[nid].lruvecs[memcg].lists[lru as usize]
-            .peek_tail(nr_to_scan as usize, &mut taken);
-        // Taken under lru_lock: what the caller spins first.
-        let spin = self.lru_lock(nid, memcg, taken.len() as u64);
-        let list = &mut self.nodes[nid].lruvecs[memcg].lists[lru as usize];
+        // The batch is the `nr_to_scan` oldest pages, taken off the ring
+        // without reading their frames, which are then fetched together
+        // before any is touched (see mm/lru_list.rs).
+        self.nodes[nid].lruvecs[memcg].lists[lru as usize].take_tail(
+            &mut self.frames,
+            nr_to_scan as usize,
+            &mut taken,
+        );
         for &pfn in &taken {
             crate::mm::lru_list::prefetch(&self.frames, pfn);
         }
-        list.drop_tail(&mut self.frames, taken.len());
+        // Taken under lru_lock: what the caller spins first.
+        let spin = self.lru_lock(nid, memcg, taken.len() as u64);
         for &pfn in &taken {
             let p = self.frames.get_mut(pfn);
             p.clear(pg::LRU);
@@ -97,24 +99,38 @@ impl Kernel {
         (taken, spin)
     }
 
-    /// `move_folios_to_lru` / `putback_lru_page` for one page, freeing pages
-    /// whose mapping went away while they were isolated.
-    fn putback(&mut self, pfn: Pfn) {
-        let p = self.frames.get_mut(pfn);
-        p.clear(pg::ISOLATED);
-        if p.owner == ORPHAN && !p.test(pg::FILE) && !p.test(pg::WRITEBACK) {
-            if p.test(pg::SWAPCACHE) {
-                self.delete_from_swap_cache(pfn);
+    /// `move_folios_to_lru` (5.15 `move_pages_to_lru`) for a batch isolated
+    /// from one lruvec, in order: frees pages whose mapping went away while
+    /// they were isolated, and puts the rest at the head of the list their
+    /// flags select. The pages of each list keep their order, so one room
+    /// check serves the batch.
+    fn move_folios_to_lru(&mut self, nid: usize, memcg: usize, pages: &[Pfn]) {
+        let mut to = std::mem::take(&mut self.lru_scratch);
+        let mut nr_active = 0;
+        for &pfn in pages {
+            let p = self.frames.get_mut(pfn);
+            p.clear(pg::ISOLATED);
+            if p.owner == ORPHAN && !p.test(pg::FILE) && !p.test(pg::WRITEBACK) {
+                if p.test(pg::SWAPCACHE) {
+                    self.delete_from_swap_cache(pfn);
+                }
+                self.free_page(pfn);
+                continue;
             }
-            self.free_page(pfn);
-            return;
+            debug_assert_eq!((p.nid as usize, p.memcg as usize), (nid, memcg));
+            p.set(pg::LRU);
+            // A page put back active ages the non-resident clock
+            // (workingset_age_nonresident, 5.15 move_pages_to_lru).
+            nr_active += u64::from(p.test(pg::ACTIVE));
+            to[Lru::of(p.flags) as usize].push(pfn);
         }
-        // move_pages_to_lru (5.15): a page put back active ages the
-        // non-resident clock (workingset_age_nonresident).
-        if p.test(pg::ACTIVE) {
-            self.workingset_age_nonresident(pfn);
+        let lruvec = &mut self.nodes[nid].lruvecs[memcg];
+        lruvec.nonresident_age += nr_active;
+        for (list, pfns) in lruvec.lists.iter_mut().zip(&mut to) {
+            list.push_head_many(&mut self.frames, pfns);
+            pfns.clear();
         }
-        self.lru_add(pfn);
+        self.lru_scratch = to;
     }
 
     /// `too_many_isolated` (5.15; 5.16 adds the ISOLATED wake-up).
@@ -461,16 +477,18 @@ pub(super) async fn shrink_inactive_list(
         let spin = k.lru_lock(nid, memcg, nr_taken - nr_reclaimed);
         k.charge_sys(spin);
         let mut nr_activate = 0;
+        let mut survivors = Vec::with_capacity(pages.len());
         for (&pfn, &v) in pages.iter().zip(&verdicts) {
             match v {
                 Verdict::Free => k.free_reclaimed(pfn),
                 Verdict::Activate => {
                     nr_activate += 1;
-                    k.putback(pfn)
+                    survivors.push(pfn)
                 }
-                Verdict::Keep => k.putback(pfn),
+                Verdict::Keep => survivors.push(pfn),
             }
         }
+        k.move_folios_to_lru(nid, memcg, &survivors);
         k.count(Ev::Pgactivate, nr_activate);
         let item = if file {
             NodeStat::NrIsolatedFile
@@ -566,8 +584,8 @@ pub(super) async fn shrink_active_list(
             p.clear(pg::ACTIVE);
             p.set(pg::WORKINGSET);
         }
-        k.putback(pfn);
     }
+    k.move_folios_to_lru(nid, memcg, &pages);
     k.count(Ev::Pgdeactivate, n);
     let item = if lru.is_file() {
         NodeStat::NrIsolatedFile
