@@ -245,11 +245,14 @@ impl Kernel {
         writes: &mut Vec<PendingWrite>,
         is_kswapd: bool,
     ) -> Verdict {
-        let flags = self.frames.get(pfn).flags;
+        let (flags, owner) = {
+            let p = self.frames.get(pfn);
+            (p.flags, p.owner)
+        };
         let file = flags & pg::FILE != 0;
         // A page whose mapping went away while it was isolated or under
         // writeback: nothing maps it; drop it (or let writeback end first).
-        if self.frames.get(pfn).owner == ORPHAN && !file {
+        if owner == ORPHAN && !file {
             if flags & pg::WRITEBACK != 0 {
                 return Verdict::Keep;
             }
@@ -279,10 +282,9 @@ impl Kernel {
         }
         // 5.15: inode_write_congested() of the backing device, or a page
         // already marked for immediate reclaim still under writeback.
-        let inode_congested = file
-            && self.devs[self.files[self.frames.get(pfn).owner as usize].dev].congested
-                [BLK_RW_ASYNC];
-        if ((dirty || writeback) && inode_congested) || (writeback && flags & pg::RECLAIM != 0) {
+        let inode_congested = (dirty || writeback)
+            && self.devs[self.files[owner as usize].dev].congested[BLK_RW_ASYNC];
+        if inode_congested || (writeback && flags & pg::RECLAIM != 0) {
             stat.nr_congested += 1;
         }
         if flags & pg::WRITEBACK != 0 {
