@@ -61,13 +61,20 @@ impl LruList {
         self.buf[i] = !pfn;
     }
 
-    /// Moves the tail one position towards the head.
+    /// Moves the tail `n` positions towards the head (at most to the end
+    /// of the ring's current turn).
     #[inline]
-    fn advance_start(&mut self) {
-        self.start = self.start.wrapping_add(1);
+    fn advance_start_by(&mut self, n: u32) {
+        self.start = self.start.wrapping_add(n);
         if self.start.wrapping_sub(self.base) >= self.buf.len() as u32 {
             self.base = self.base.wrapping_add(self.buf.len() as u32);
         }
+    }
+
+    /// Moves the tail one position towards the head.
+    #[inline]
+    fn advance_start(&mut self) {
+        self.advance_start_by(1);
     }
 
     #[inline]
@@ -111,10 +118,7 @@ impl LruList {
                     }
                 }
             }
-            self.start = self.start.wrapping_add(used);
-            if self.start.wrapping_sub(self.base) >= cap {
-                self.base = self.base.wrapping_add(cap);
-            }
+            self.advance_start_by(used);
         }
         let taken = (out.len() - first) as u64;
         if taken == 0 {
@@ -175,12 +179,7 @@ impl LruList {
 
     /// Adds `pfn` at the head (`list_add`).
     pub fn push_head(&mut self, f: &mut Frames, pfn: Pfn) {
-        self.make_room(f);
-        let pos = self.end;
-        self.set_slot(pos, pfn);
-        f.get_mut(pfn).lru_pos = pos;
-        self.end = pos.wrapping_add(1);
-        self.len += 1;
+        self.push_head_many(f, std::slice::from_ref(&pfn));
     }
 
     /// Adds `pfns` at the head in order, the last one newest (`list_add` of
@@ -189,26 +188,19 @@ impl LruList {
         if pfns.is_empty() {
             return;
         }
-        while self.buf.is_empty() || self.span() as usize + pfns.len() > self.buf.len() {
-            self.grow(f);
-        }
-        let cap = self.buf.len() as u32;
-        let mut pos = self.end;
-        let mut d = pos.wrapping_sub(self.base);
+        self.make_room(f, pfns.len());
         for &pfn in pfns {
-            let i = if d >= cap { d - cap } else { d };
-            self.buf[i as usize] = !pfn;
+            let pos = self.end;
+            self.set_slot(pos, pfn);
             f.get_mut(pfn).lru_pos = pos;
-            pos = pos.wrapping_add(1);
-            d = d.wrapping_add(1);
+            self.end = pos.wrapping_add(1);
         }
-        self.end = pos;
         self.len += pfns.len() as u64;
     }
 
     /// Adds `pfn` at the tail (`list_add_tail`, as `lru_move_tail`).
     pub fn push_tail(&mut self, f: &mut Frames, pfn: Pfn) {
-        self.make_room(f);
+        self.make_room(f, 1);
         let pos = self.start.wrapping_sub(1);
         if pos.wrapping_sub(self.base) >= self.buf.len() as u32 {
             self.base = self.base.wrapping_sub(self.buf.len() as u32);
@@ -271,12 +263,12 @@ impl LruList {
         }
     }
 
-    /// Makes room for one more page at either end: when the ring is full
-    /// (at most a third of it holes, see `maybe_compact`) it grows by half,
-    /// and the pages keep their positions, so no frame is touched.
+    /// Makes room for `n` more pages at either end: while the ring is too
+    /// full (at most a third of it holes, see `maybe_compact`) it grows by
+    /// half, and the pages keep their positions, so no frame is touched.
     #[inline]
-    fn make_room(&mut self, f: &mut Frames) {
-        if self.buf.is_empty() || self.span() >= self.buf.len() as u32 {
+    fn make_room(&mut self, f: &mut Frames, n: usize) {
+        while self.buf.is_empty() || self.span() as usize + n > self.buf.len() {
             self.grow(f);
         }
     }
