@@ -106,6 +106,11 @@ pub struct Kernel {
     /// Per-list buffers `move_folios_to_lru` sorts a batch into, kept
     /// between calls so that putting a batch back allocates nothing.
     pub lru_scratch: [Vec<crate::mm::page::Pfn>; crate::mm::page::NR_LRU_LISTS],
+    /// The new pages of a run of anonymous faults, kept between runs
+    /// (`do_anonymous_run`).
+    pub fault_scratch: Vec<crate::mm::page::Pfn>,
+    /// Reclaim batches' pfn vectors, given back for the next batch.
+    pub spare_pfn_vecs: Vec<Vec<crate::mm::page::Pfn>>,
     /// Files by id.
     pub files: Vec<File>,
     /// Swap.
@@ -192,6 +197,8 @@ impl Kernel {
             anon: Vec::new(),
             spare_anon_tables: None,
             lru_scratch: Default::default(),
+            fault_scratch: Vec::new(),
+            spare_pfn_vecs: Vec::new(),
             files: Vec::new(),
             swap,
             devs,

@@ -189,12 +189,22 @@ impl LruList {
             return;
         }
         self.make_room(f, pfns.len());
-        for &pfn in pfns {
-            let pos = self.end;
-            self.set_slot(pos, pfn);
+        // The slots from the head to the end of the ring, then (if the
+        // batch wraps) from the ring's start: no wrap check slot by slot.
+        let i = self.index(self.end);
+        let (here, wrapped) = pfns.split_at(pfns.len().min(self.buf.len() - i));
+        let mut pos = self.end;
+        for (slot, &pfn) in self.buf[i..i + here.len()].iter_mut().zip(here) {
+            *slot = !pfn;
             f.get_mut(pfn).lru_pos = pos;
-            self.end = pos.wrapping_add(1);
+            pos = pos.wrapping_add(1);
         }
+        for (slot, &pfn) in self.buf[..wrapped.len()].iter_mut().zip(wrapped) {
+            *slot = !pfn;
+            f.get_mut(pfn).lru_pos = pos;
+            pos = pos.wrapping_add(1);
+        }
+        self.end = pos;
         self.len += pfns.len() as u64;
     }
 

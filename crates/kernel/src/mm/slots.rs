@@ -46,10 +46,13 @@ impl Slots {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
-    /// Whether `f` holds for every entry in `r`.
+    /// Whether no entry in `r` has any of the bits of `mask` set. (The
+    /// entries are stored complemented, so that is whether the AND of the
+    /// stored words has them all: a fold without an early exit, which the
+    /// compiler turns into a few vector instructions for a word of ptes.)
     #[inline]
-    pub fn all(&self, r: Range<usize>, f: impl Fn(u32) -> bool) -> bool {
-        self.0[r].iter().all(|&x| f(!x))
+    pub fn none_has(&self, r: Range<usize>, mask: u32) -> bool {
+        self.0[r].iter().fold(u32::MAX, |acc, &x| acc & x) & mask == mask
     }
     /// The entries in order.
     pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
@@ -67,6 +70,9 @@ mod tests {
         assert!(s.iter().all(|e| e == u32::MAX));
         s.set(1, 7);
         assert_eq!((s.get(0), s.get(1)), (u32::MAX, 7));
-        assert!(s.all(0..1, |e| e == u32::MAX) && !s.all(0..2, |e| e == u32::MAX));
+        assert!(s.none_has(0..3, 0) && !s.none_has(0..1, 1 << 31));
+        assert!(s.none_has(1..2, 1 << 31) && !s.none_has(1..2, 7) && s.none_has(1..2, 8));
+        s.set(2, 1 << 31);
+        assert!(!s.none_has(1..3, 1 << 31) && s.none_has(1..2, 1 << 31));
     }
 }

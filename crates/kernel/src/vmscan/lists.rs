@@ -70,7 +70,7 @@ impl Kernel {
         lru: Lru,
         nr_to_scan: u64,
     ) -> (Vec<Pfn>, u64) {
-        let mut taken = Vec::with_capacity(nr_to_scan as usize);
+        let mut taken = self.pfn_vec();
         // The batch is the `nr_to_scan` oldest pages, taken off the ring
         // without reading their frames, which are then fetched together
         // before any is touched (see mm/lru_list.rs).
@@ -131,6 +131,19 @@ impl Kernel {
             pfns.clear();
         }
         self.lru_scratch = to;
+    }
+
+    /// An empty pfn vector for a reclaim batch, from those earlier batches
+    /// gave back (a batch lives across awaits, so it cannot borrow a buffer
+    /// of the kernel's; this saves an allocation and a free per batch).
+    fn pfn_vec(&mut self) -> Vec<Pfn> {
+        self.spare_pfn_vecs.pop().unwrap_or_default()
+    }
+
+    /// Gives a batch's vector back for the next batch.
+    fn recycle_pfn_vec(&mut self, mut v: Vec<Pfn>) {
+        v.clear();
+        self.spare_pfn_vecs.push(v);
     }
 
     /// `too_many_isolated` (5.15; 5.16 adds the ISOLATED wake-up).
@@ -214,26 +227,37 @@ impl Kernel {
     }
 
     /// `shrink_folio_list` (5.15 `shrink_page_list`): decides the fate of
-    /// each isolated page. Returns verdicts and pages reclaimed.
+    /// each isolated page. The pages to free stay in `pages` (the kernel's
+    /// `free_pages` list), the rest move to `keep` (`ret_pages`), each in
+    /// batch order. Returns the number reclaimed and the number activated.
     fn shrink_folio_list(
         &mut self,
-        pages: &[Pfn],
+        pages: &mut Vec<Pfn>,
+        keep: &mut Vec<Pfn>,
         nid: usize,
         sc: &mut ScanControl,
         stat: &mut ReclaimStat,
         writes: &mut Vec<PendingWrite>,
-    ) -> (Vec<Verdict>, u64) {
+    ) -> (u64, u64) {
         let is_kswapd = self.current_is_kswapd();
-        let mut verdicts = Vec::with_capacity(pages.len());
         let mut nr_reclaimed = 0;
-        for &pfn in pages {
-            let v = self.shrink_one(pfn, nid, sc, stat, writes, is_kswapd);
-            if v == Verdict::Free {
-                nr_reclaimed += 1;
+        let mut nr_activate = 0;
+        for i in 0..pages.len() {
+            let pfn = pages[i];
+            match self.shrink_one(pfn, nid, sc, stat, writes, is_kswapd) {
+                Verdict::Free => {
+                    pages[nr_reclaimed] = pfn;
+                    nr_reclaimed += 1;
+                }
+                Verdict::Activate => {
+                    nr_activate += 1;
+                    keep.push(pfn);
+                }
+                Verdict::Keep => keep.push(pfn),
             }
-            verdicts.push(v);
         }
-        (verdicts, nr_reclaimed)
+        pages.truncate(nr_reclaimed);
+        (nr_reclaimed as u64, nr_activate)
     }
 
     fn shrink_one(
@@ -447,14 +471,18 @@ pub(super) async fn shrink_inactive_list(
     };
     let nr_taken = pages.len() as u64;
     if nr_taken == 0 {
-        w.k().charge_sys(spin);
+        let mut k = w.k();
+        k.charge_sys(spin);
+        k.recycle_pfn_vec(pages);
         return 0;
     }
     let mut stat = ReclaimStat::default();
     let mut writes = Vec::new();
-    let (verdicts, nr_reclaimed) = w
-        .k()
-        .shrink_folio_list(&pages, nid, sc, &mut stat, &mut writes);
+    // After the call `pages` holds the pages to free, `survivors` the rest.
+    let (mut pages, mut survivors) = (pages, w.k().pfn_vec());
+    let (nr_reclaimed, nr_activate) =
+        w.k()
+            .shrink_folio_list(&mut pages, &mut survivors, nid, sc, &mut stat, &mut writes);
     // The batch's CPU cost is paid while the pages are still isolated.
     let cost = {
         let k = w.k();
@@ -478,19 +506,12 @@ pub(super) async fn shrink_inactive_list(
         // spinning is paid with the task's next CPU work.
         let spin = k.lru_lock(nid, memcg, nr_taken - nr_reclaimed);
         k.charge_sys(spin);
-        let mut nr_activate = 0;
-        let mut survivors = Vec::with_capacity(pages.len());
-        for (&pfn, &v) in pages.iter().zip(&verdicts) {
-            match v {
-                Verdict::Free => k.free_reclaimed(pfn),
-                Verdict::Activate => {
-                    nr_activate += 1;
-                    survivors.push(pfn)
-                }
-                Verdict::Keep => survivors.push(pfn),
-            }
+        for &pfn in &pages {
+            k.free_reclaimed(pfn);
         }
         k.move_folios_to_lru(nid, memcg, &survivors);
+        k.recycle_pfn_vec(pages);
+        k.recycle_pfn_vec(survivors);
         k.count(Ev::Pgactivate, nr_activate);
         let item = if file {
             NodeStat::NrIsolatedFile
@@ -564,7 +585,9 @@ pub(super) async fn shrink_active_list(
         (pages, spin)
     };
     if pages.is_empty() {
-        w.k().charge_sys(spin);
+        let mut k = w.k();
+        k.charge_sys(spin);
+        k.recycle_pfn_vec(pages);
         return;
     }
     let cost = spin + pages.len() as u64 * w.k().params.cost_scan_ns;
@@ -588,6 +611,7 @@ pub(super) async fn shrink_active_list(
         }
     }
     k.move_folios_to_lru(nid, memcg, &pages);
+    k.recycle_pfn_vec(pages);
     k.count(Ev::Pgdeactivate, n);
     let item = if lru.is_file() {
         NodeStat::NrIsolatedFile
