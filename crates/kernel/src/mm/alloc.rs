@@ -51,36 +51,42 @@ impl Kernel {
     /// node first) whose free pages are above `mark` (or any free page if
     /// `mark` is `None`, `ALLOC_NO_WATERMARKS`).
     pub fn get_page_from_freelist(&mut self, mark: Option<usize>) -> Option<Pfn> {
-        let first = self.current().nid as usize;
         let n = self.nodes.len();
-        for i in 0..n {
-            // (first + i) % n without a division on every allocation.
-            let nid = if first + i >= n {
-                first + i - n
-            } else {
-                first + i
-            };
-            let node = &mut self.nodes[nid];
+        let mut nid = self.current().nid as usize;
+        for _ in 0..n {
+            let node = &self.nodes[nid];
             let ok = match mark {
                 Some(m) => node.watermark_ok(m),
                 None => node.nr_free() > 0,
             };
             if ok {
-                let pfn = node.free.pop().expect("free list not empty");
-                // The frame of the allocation four on starts loading now,
-                // so the misses of a run of faults overlap (a hint; see
-                // mm/lru_list.rs).
-                if let Some(&next) = node.free.len().checked_sub(4).map(|i| &node.free[i]) {
-                    crate::mm::lru_list::prefetch(&self.frames, next);
-                }
-                let p = self.frames.get_mut(pfn);
-                debug_assert!(p.test(pg::BUDDY));
-                p.flags = 0;
-                self.count(Ev::PgallocNormal, 1);
-                return Some(pfn);
+                return Some(self.take_free_page(nid));
+            }
+            // The next node round the zonelist, without a division.
+            nid += 1;
+            if nid == n {
+                nid = 0;
             }
         }
         None
+    }
+
+    /// Takes a page off node `nid`'s free list (`rmqueue`), which must not
+    /// be empty.
+    #[inline]
+    fn take_free_page(&mut self, nid: usize) -> Pfn {
+        let free = &mut self.nodes[nid].free;
+        let pfn = free.pop().expect("free list not empty");
+        // The frame of the allocation four on starts loading now, so the
+        // misses of a run of faults overlap (a hint; see mm/lru_list.rs).
+        if let Some(i) = free.len().checked_sub(4) {
+            crate::mm::lru_list::prefetch(&self.frames, free[i]);
+        }
+        let p = self.frames.get_mut(pfn);
+        debug_assert!(p.test(pg::BUDDY));
+        p.flags = 0;
+        self.count(Ev::PgallocNormal, 1);
+        pfn
     }
 
     /// `wakeup_kswapd` for every node (`wake_all_kswapds`).

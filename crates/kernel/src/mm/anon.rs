@@ -140,17 +140,21 @@ impl Kernel {
     /// Frees an anon page whose last mapping went away, or orphans it if
     /// reclaim or I/O holds a reference.
     fn orphan_or_free(&mut self, pfn: Pfn, mapped: bool) {
-        let p = self.frames.get(pfn);
-        let nid = p.nid as usize;
+        let p = *self.frames.get(pfn);
         if mapped {
-            self.nodes[nid].mod_state(NodeStat::NrAnonPages, -1);
+            self.nodes[p.nid as usize].mod_state(NodeStat::NrAnonPages, -1);
         }
         if p.test(pg::ISOLATED | pg::WRITEBACK | pg::LOCKED) {
             self.frames.get_mut(pfn).owner = ORPHAN;
             return;
         }
-        self.lru_del(pfn);
-        if self.frames.get(pfn).test(pg::SWAPCACHE) {
+        if p.test(pg::LRU) {
+            // lru_del() with the frame already read.
+            let lruvec = &mut self.nodes[p.nid as usize].lruvecs[p.memcg as usize];
+            lruvec.lists[Lru::of(p.flags) as usize].remove(&mut self.frames, pfn);
+            self.frames.get_mut(pfn).clear(pg::LRU);
+        }
+        if p.test(pg::SWAPCACHE) {
             self.delete_from_swap_cache(pfn);
         }
         self.free_page(pfn);

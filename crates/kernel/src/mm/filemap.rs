@@ -13,10 +13,10 @@ use super::alloc::{alloc_page, Gfp};
 use super::page::{pg, Pfn};
 use super::slots::Slots;
 use super::swap::{SHADOW, SLOT_EMPTY};
-use super::NodeStat;
+use super::{NodeStat, WMARK_LOW};
 use crate::block::{submit_bio, ReqKind};
 use crate::engine::World;
-use crate::sched::maybe_pay_cpu;
+use crate::sched::{maybe_pay_cpu, DEBT_FLUSH_NS};
 use crate::vmstat::Ev;
 use crate::Kernel;
 
@@ -243,7 +243,19 @@ pub enum FileOp {
 
 /// Buffered `pwrite()` of whole pages `[index, index+n)` of file `f`.
 pub async fn file_write(w: &World, f: u32, index: u32, n: u32) -> FileOp {
-    for i in index..index + n {
+    let end = index + n;
+    let mut i = index;
+    while i < end {
+        // Pages that need neither a slow allocation, nor a dirty-page
+        // check, nor a CPU payment in between are written in one go; the
+        // checks after the last of them are made here, as for any page.
+        let done = w.k().file_write_run(f, i, end);
+        if done > i {
+            i = done;
+            crate::writeback::balance_dirty_pages_ratelimited(w).await;
+            maybe_pay_cpu(w).await;
+            continue;
+        }
         let cached = w.k().find_get_page(f, i);
         let pfn = match cached {
             Some(p) => p,
@@ -273,8 +285,46 @@ pub async fn file_write(w: &World, f: u32, index: u32, n: u32) -> FileOp {
         }
         crate::writeback::balance_dirty_pages_ratelimited(w).await;
         maybe_pay_cpu(w).await;
+        i += 1;
     }
     FileOp::Ok
+}
+
+impl Kernel {
+    /// Pages `from..` of a buffered write to file `f` (at most to `end`),
+    /// each exactly as one round of [`file_write`] with its allocation (if
+    /// the page is not cached) served by `get_page_from_freelist` at the
+    /// low watermark, without yielding. After each page it stops if
+    /// `balance_dirty_pages_ratelimited` or `maybe_pay_cpu` would have work
+    /// to do (the caller does it), and before a page whose allocation
+    /// needs the slow path. Returns the index of the first page not
+    /// written. Between pages that do not block no other task runs, so
+    /// this is the same run as one page at a time.
+    pub fn file_write_run(&mut self, f: u32, from: u32, end: u32) -> u32 {
+        let copy_ns = self.params.cost_copy_ns;
+        let mut i = from;
+        while i < end {
+            let pfn = match self.find_get_page(f, i) {
+                Some(p) => p,
+                None => {
+                    let Some(pfn) = self.get_page_from_freelist(Some(WMARK_LOW)) else {
+                        break;
+                    };
+                    self.add_to_page_cache_lru(f, i, pfn, pg::UPTODATE);
+                    pfn
+                }
+            };
+            self.charge_sys(copy_ns);
+            // (No mark_page_accessed: see file_write.)
+            self.set_page_dirty(pfn);
+            i += 1;
+            let t = self.current();
+            if t.nr_dirtied >= t.nr_dirtied_pause || self.cpu_debt() >= DEBT_FLUSH_NS {
+                break;
+            }
+        }
+        i
+    }
 }
 
 /// `folio_wait_locked`: waits until a page still being read by someone
