@@ -103,9 +103,9 @@ pub struct Kernel {
     /// The page table and young bits of the last unmapped mapping, kept for
     /// the next `mmap_anon` (host memory only; no effect on the simulation).
     pub spare_anon_tables: Option<(crate::mm::slots::Slots, Vec<u64>)>,
-    /// The orphaned pages of a batch `move_folios_to_lru` frees, kept
+    /// Per-list buffers `move_folios_to_lru` sorts a batch into, kept
     /// between calls so that putting a batch back allocates nothing.
-    pub orphan_scratch: Vec<crate::mm::page::Pfn>,
+    pub lru_scratch: [Vec<crate::mm::page::Pfn>; crate::mm::page::NR_LRU_LISTS],
     /// The new pages of a run of anonymous faults, kept between runs
     /// (`do_anonymous_run`).
     pub fault_scratch: Vec<crate::mm::page::Pfn>,
@@ -196,7 +196,7 @@ impl Kernel {
             cpus: Cpus::default(),
             anon: Vec::new(),
             spare_anon_tables: None,
-            orphan_scratch: Vec::new(),
+            lru_scratch: Default::default(),
             fault_scratch: Vec::new(),
             spare_pfn_vecs: Vec::new(),
             files: Vec::new(),

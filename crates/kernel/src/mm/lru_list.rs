@@ -182,18 +182,6 @@ impl LruList {
         self.push_head_many(f, std::slice::from_ref(&pfn));
     }
 
-    /// Adds `pfn` at the head (`list_add`) of a ring that has room for it
-    /// ([`LruList::make_room`]).
-    #[inline]
-    pub fn push_head_in_room(&mut self, f: &mut Frames, pfn: Pfn) {
-        debug_assert!(self.span() < self.buf.len() as u32, "no room made");
-        let pos = self.end;
-        self.set_slot(pos, pfn);
-        f.get_mut(pfn).lru_pos = pos;
-        self.end = pos.wrapping_add(1);
-        self.len += 1;
-    }
-
     /// Adds `pfns` at the head in order, the last one newest (`list_add` of
     /// each): one room check for the lot.
     pub fn push_head_many(&mut self, f: &mut Frames, pfns: &[Pfn]) {
@@ -289,7 +277,7 @@ impl LruList {
     /// full (at most a third of it holes, see `maybe_compact`) it grows by
     /// half, and the pages keep their positions, so no frame is touched.
     #[inline]
-    pub fn make_room(&mut self, f: &mut Frames, n: usize) {
+    fn make_room(&mut self, f: &mut Frames, n: usize) {
         while self.buf.is_empty() || self.span() as usize + n > self.buf.len() {
             self.grow(f);
         }
@@ -435,17 +423,7 @@ mod tests {
                             batch.push(p);
                         }
                     }
-                    if (x >> 50) & 1 == 0 {
-                        l.push_head_many(&mut f, &batch);
-                    } else {
-                        // As move_folios_to_lru: room for the rest of a
-                        // batch (some of which may go elsewhere), then
-                        // page by page.
-                        l.make_room(&mut f, batch.len() + ((x >> 51) % 3) as usize);
-                        for &p in &batch {
-                            l.push_head_in_room(&mut f, p);
-                        }
-                    }
+                    l.push_head_many(&mut f, &batch);
                     for &p in &batch {
                         model.push_front(p);
                         on[p as usize] = true;

@@ -100,48 +100,37 @@ impl Kernel {
     }
 
     /// `move_folios_to_lru` (5.15 `move_pages_to_lru`) for a batch isolated
-    /// from one lruvec, in order: puts each page at the head of the list
-    /// its flags select, and frees pages whose mapping went away while they
-    /// were isolated (after the others: the free list and the LRU lists
-    /// are apart, so only the order within each matters). A list makes
-    /// room for the rest of the batch when its first page comes, so each
-    /// page is one store in the ring.
+    /// from one lruvec, in order: frees pages whose mapping went away while
+    /// they were isolated, and puts the rest at the head of the list their
+    /// flags select. The pages of each list keep their order, so one room
+    /// check serves the batch.
     fn move_folios_to_lru(&mut self, nid: usize, memcg: usize, pages: &[Pfn]) {
-        let mut orphans = std::mem::take(&mut self.orphan_scratch);
+        let mut to = std::mem::take(&mut self.lru_scratch);
         let mut nr_active = 0;
-        let mut room = [false; crate::mm::page::NR_LRU_LISTS];
-        let lruvec = &mut self.nodes[nid].lruvecs[memcg];
-        let frames = &mut self.frames;
-        for (k, &pfn) in pages.iter().enumerate() {
-            let p = frames.get_mut(pfn);
-            let flags = p.flags & !pg::ISOLATED;
-            if p.owner == ORPHAN && flags & (pg::FILE | pg::WRITEBACK) == 0 {
-                p.flags = flags;
-                orphans.push(pfn);
+        for &pfn in pages {
+            let p = self.frames.get_mut(pfn);
+            p.clear(pg::ISOLATED);
+            if p.owner == ORPHAN && !p.test(pg::FILE) && !p.test(pg::WRITEBACK) {
+                if p.test(pg::SWAPCACHE) {
+                    self.delete_from_swap_cache(pfn);
+                }
+                self.free_page(pfn);
                 continue;
             }
             debug_assert_eq!((p.nid as usize, p.memcg as usize), (nid, memcg));
-            p.flags = flags | pg::LRU;
+            p.set(pg::LRU);
             // A page put back active ages the non-resident clock
             // (workingset_age_nonresident, 5.15 move_pages_to_lru).
-            nr_active += u64::from(flags & pg::ACTIVE != 0);
-            let lru = Lru::of(flags) as usize;
-            let list = &mut lruvec.lists[lru];
-            if !room[lru] {
-                list.make_room(frames, pages.len() - k);
-                room[lru] = true;
-            }
-            list.push_head_in_room(frames, pfn);
+            nr_active += u64::from(p.test(pg::ACTIVE));
+            to[Lru::of(p.flags) as usize].push(pfn);
         }
+        let lruvec = &mut self.nodes[nid].lruvecs[memcg];
         lruvec.nonresident_age += nr_active;
-        for &pfn in &orphans {
-            if self.frames.get(pfn).test(pg::SWAPCACHE) {
-                self.delete_from_swap_cache(pfn);
-            }
-            self.free_page(pfn);
+        for (list, pfns) in lruvec.lists.iter_mut().zip(&mut to) {
+            list.push_head_many(&mut self.frames, pfns);
+            pfns.clear();
         }
-        orphans.clear();
-        self.orphan_scratch = orphans;
+        self.lru_scratch = to;
     }
 
     /// An empty pfn vector for a reclaim batch, from those earlier batches
