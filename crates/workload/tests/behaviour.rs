@@ -103,8 +103,13 @@ const DIRTY_MIX: &str = "name='dirty'\nduration_s=12\nwarmup_s=2\n\
 /// agree) hold at every sample of randomised small runs under each profile.
 #[test]
 fn invariants_hold_in_randomised_runs() {
-    let m = machine(TINY);
-    for seed in 1..=3u64 {
+    // Also on two nodes (one seed): allocations fall back across the
+    // zonelist, kswapd runs per node, and a run of faults can change node.
+    let one = machine(TINY);
+    let two = machine(&TINY.replace("cpus=2\n", "cpus=2\nnodes=2\n"));
+    assert_eq!(two.nodes, 2);
+    let runs = (1..=3u64).map(|seed| (seed, &one)).chain([(4, &two)]);
+    for (seed, m) in runs {
         for kernel in ["v5.15", "v5.16-rc1", "v5.16", "none"] {
             let hogs = 30 + (seed * 7) % 40;
             let spec = format!(
@@ -116,13 +121,7 @@ fn invariants_hold_in_randomised_runs() {
                 ["sequential", "random"][seed as usize % 2],
                 seed % 2 == 0
             );
-            let (c, _) = sim(
-                &m,
-                kernel,
-                &spec,
-                seed,
-                &[("sim.vmstat_interval_ms", "100")],
-            );
+            let (c, _) = sim(m, kernel, &spec, seed, &[("sim.vmstat_interval_ms", "100")]);
             assert!(
                 c.delta("pgscan_kswapd") + c.delta("pgscan_direct") > 0,
                 "{kernel} seed {seed}: no reclaim, the check is vacuous"
