@@ -133,12 +133,22 @@ impl Kernel {
             freed += 1;
             self.orphan_or_free(e, true);
         }
+        // The pages left holes in their LRU lists (orphan_or_free): put
+        // the lists' ends back on live pages, squeeze where needed.
+        for node in &mut self.nodes {
+            for lruvec in &mut node.lruvecs {
+                for list in &mut lruvec.lists {
+                    list.settle(&mut self.frames);
+                }
+            }
+        }
         self.charge_sys(freed * self.params.cost_unmap_ns);
         self.spare_anon_tables = Some((pte, young));
     }
 
     /// Frees an anon page whose last mapping went away, or orphans it if
-    /// reclaim or I/O holds a reference.
+    /// reclaim or I/O holds a reference. Its LRU list is left for
+    /// [`Kernel::munmap`] to settle.
     fn orphan_or_free(&mut self, pfn: Pfn, mapped: bool) {
         let p = *self.frames.get(pfn);
         if mapped {
@@ -151,7 +161,7 @@ impl Kernel {
         if p.test(pg::LRU) {
             // lru_del() with the frame already read.
             let lruvec = &mut self.nodes[p.nid as usize].lruvecs[p.memcg as usize];
-            lruvec.lists[Lru::of(p.flags) as usize].remove(&mut self.frames, pfn);
+            lruvec.lists[Lru::of(p.flags) as usize].remove_unsettled(&self.frames, pfn);
             self.frames.get_mut(pfn).clear(pg::LRU);
         }
         if p.test(pg::SWAPCACHE) {
