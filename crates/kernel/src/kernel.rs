@@ -106,10 +106,8 @@ pub struct Kernel {
     /// Per-list buffers `move_folios_to_lru` sorts a batch into, kept
     /// between calls so that putting a batch back allocates nothing.
     pub lru_scratch: [Vec<crate::mm::page::Pfn>; crate::mm::page::NR_LRU_LISTS],
-    /// The new pages of a run of anonymous faults, kept between runs
-    /// (`do_anonymous_run`).
-    pub fault_scratch: Vec<crate::mm::page::Pfn>,
-    /// Reclaim batches' pfn vectors, given back for the next batch.
+    /// Pfn vectors given back by reclaim batches and fault runs, for the
+    /// next ([`Kernel::pfn_vec`]).
     pub spare_pfn_vecs: Vec<Vec<crate::mm::page::Pfn>>,
     /// Files by id.
     pub files: Vec<File>,
@@ -197,7 +195,6 @@ impl Kernel {
             anon: Vec::new(),
             spare_anon_tables: None,
             lru_scratch: Default::default(),
-            fault_scratch: Vec::new(),
             spare_pfn_vecs: Vec::new(),
             files: Vec::new(),
             swap,
@@ -248,6 +245,20 @@ impl Kernel {
         });
         self.exec.sched.push(TaskSched::default());
         t
+    }
+
+    /// An empty pfn vector for a batch of pages, from those earlier
+    /// batches gave back (a reclaim batch lives across awaits, so it cannot
+    /// borrow a buffer of the kernel's; this saves an allocation and a free
+    /// per batch).
+    pub(crate) fn pfn_vec(&mut self) -> Vec<crate::mm::page::Pfn> {
+        self.spare_pfn_vecs.pop().unwrap_or_default()
+    }
+
+    /// Gives a batch's vector back for the next batch.
+    pub(crate) fn recycle_pfn_vec(&mut self, mut v: Vec<crate::mm::page::Pfn>) {
+        v.clear();
+        self.spare_pfn_vecs.push(v);
     }
 
     /// The running task.

@@ -314,7 +314,7 @@ impl Kernel {
     /// delays them.
     pub fn do_anonymous_run(&mut self, id: u32, from: u32, end: u32) -> u32 {
         let (fault_ns, zero_ns) = (self.params.cost_fault_ns, self.params.cost_zero_ns);
-        let mut batch = std::mem::take(&mut self.fault_scratch);
+        let mut batch = self.pfn_vec();
         let mut batch_lru: Option<(usize, usize)> = None;
         let mut j = from;
         while j < end {
@@ -330,26 +330,18 @@ impl Kernel {
             };
             self.count(Ev::Pgfault, 1);
             self.charge_sys(fault_ns + zero_ns);
+            // do_anonymous_page's flags, and PG_lru for the batch's list.
             let flags = pg::SWAPBACKED | pg::UPTODATE | pg::LRU;
-            let p = self.frames.get_mut(pfn);
-            p.flags = flags;
-            p.owner = id;
-            p.index = j;
-            let (nid, memcg) = (p.nid as usize, p.memcg as usize);
-            if batch_lru.is_some_and(|l| l != (nid, memcg)) {
+            let lruvec = self.install_anon_page(id, j, pfn, flags);
+            if batch_lru.is_some_and(|l| l != lruvec) {
                 self.flush_fault_batch(batch_lru, &mut batch);
             }
-            batch_lru = Some((nid, memcg));
+            batch_lru = Some(lruvec);
             batch.push(pfn);
-            self.nodes[nid].mod_state(NodeStat::NrAnonPages, 1);
-            let m = &mut self.anon[id as usize];
-            m.pte.set(j as usize, pfn);
-            m.young[j as usize / 64] |= 1 << (j % 64);
-            m.resident += 1;
             j += 1;
         }
         self.flush_fault_batch(batch_lru, &mut batch);
-        self.fault_scratch = batch;
+        self.recycle_pfn_vec(batch);
         j
     }
 
@@ -399,19 +391,24 @@ impl Kernel {
     /// Installs `pfn` at `index` of mapping `id` with `flags`, young, and
     /// puts it on the LRU its flags select.
     fn map_new_anon(&mut self, id: u32, index: u32, pfn: Pfn, flags: u32) {
-        {
-            let p = self.frames.get_mut(pfn);
-            p.flags = flags;
-            p.owner = id;
-            p.index = index;
-        }
-        let nid = self.frames.get(pfn).nid as usize;
+        self.install_anon_page(id, index, pfn, flags);
+        self.lru_add(pfn);
+    }
+
+    /// Installs `pfn` at `index` of mapping `id` with `flags`, young;
+    /// returns its lruvec, `(nid, memcg)`. The LRU is the caller's.
+    fn install_anon_page(&mut self, id: u32, index: u32, pfn: Pfn, flags: u32) -> (usize, usize) {
+        let p = self.frames.get_mut(pfn);
+        p.flags = flags;
+        p.owner = id;
+        p.index = index;
+        let (nid, memcg) = (p.nid as usize, p.memcg as usize);
         self.nodes[nid].mod_state(NodeStat::NrAnonPages, 1);
         let m = &mut self.anon[id as usize];
         m.pte.set(index as usize, pfn);
         m.young[index as usize / 64] |= 1 << (index % 64);
         m.resident += 1;
-        self.lru_add(pfn);
+        (nid, memcg)
     }
 }
 

@@ -223,27 +223,8 @@ impl LruList {
 
     /// Takes `pfn` off the list (`list_del`).
     pub fn remove(&mut self, f: &mut Frames, pfn: Pfn) {
-        let pos = f.get(pfn).lru_pos;
-        debug_assert_eq!(self.slot(pos), pfn, "pfn {pfn} not at its position");
-        self.set_slot(pos, NO_PFN);
-        self.len -= 1;
-        if self.len == 0 {
-            self.clear();
-            return;
-        }
-        // Keep both ends on live pages, so that `tail()` and `head()` are
-        // one load.
-        if pos == self.start {
-            while self.slot(self.start) == NO_PFN {
-                self.advance_start();
-            }
-        }
-        if pos == self.end.wrapping_sub(1) {
-            while self.slot(self.end.wrapping_sub(1)) == NO_PFN {
-                self.end = self.end.wrapping_sub(1);
-            }
-        }
-        self.maybe_compact(f);
+        self.remove_unsettled(f, pfn);
+        self.settle(f);
     }
 
     /// Takes `pfn` off the list (`list_del`) but leaves the ends and the
@@ -259,8 +240,9 @@ impl LruList {
     }
 
     /// Puts both ends back on live pages after [`LruList::remove_unsettled`]
-    /// and squeezes the ring if it has become mostly holes; nothing to do
-    /// on a list that is settled.
+    /// (so that `tail()` and `head()` are one load) and squeezes the ring
+    /// if it has become mostly holes; nothing to do on a list that is
+    /// settled.
     pub fn settle(&mut self, f: &mut Frames) {
         if self.len == 0 {
             self.clear();

@@ -133,19 +133,6 @@ impl Kernel {
         self.lru_scratch = to;
     }
 
-    /// An empty pfn vector for a reclaim batch, from those earlier batches
-    /// gave back (a batch lives across awaits, so it cannot borrow a buffer
-    /// of the kernel's; this saves an allocation and a free per batch).
-    fn pfn_vec(&mut self) -> Vec<Pfn> {
-        self.spare_pfn_vecs.pop().unwrap_or_default()
-    }
-
-    /// Gives a batch's vector back for the next batch.
-    fn recycle_pfn_vec(&mut self, mut v: Vec<Pfn>) {
-        v.clear();
-        self.spare_pfn_vecs.push(v);
-    }
-
     /// `too_many_isolated` (5.15; 5.16 adds the ISOLATED wake-up).
     fn too_many_isolated(&mut self, nid: usize, file: bool, sc: &ScanControl) -> bool {
         if self.current_is_kswapd() || !sc.writeback_throttling_sane() {
