@@ -36,7 +36,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         What::Kernels => {
             for p in profiles() {
                 println!("{:<10} {}", p.name, p.description);
+                let sites: Vec<String> = p
+                    .policy_pairs()
+                    .iter()
+                    .map(|(k, v)| format!("{}={v}", k.trim_start_matches("policy.")))
+                    .collect();
+                println!("{:<10} {}", "", sites.join(" "));
             }
+            println!(
+                "\nAny other policy: a profile with some of its call sites changed, e.g.\n\
+                 \x20 --kernel v5.16-rc1 --sweep policy.noprogress=rc1,none   (the series as merged, without NOPROGRESS)\n\
+                 \x20 --kernel v5.15 --set policy.too_many_isolated=throttle_isolated\n\
+                 `reclaimlab list params` shows every policy.* setting and the values it takes."
+            );
         }
         What::Machines => {
             for m in builtin_machines() {
@@ -73,6 +85,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 println!(
                     "{:<45} {:>10}  {} [{}..={}]",
                     i.name, i.default, i.help, i.min, i.max
+                );
+            }
+            for i in p.policy_list() {
+                println!(
+                    "{:<45} {:>10}  {} [{}]",
+                    i.name,
+                    i.value,
+                    i.help,
+                    i.accepted.join(", ")
                 );
             }
             for (name, default, help) in StutterpParams::list() {

@@ -29,7 +29,9 @@ use reclaimlab_workload::sim::{run_with_stop, stutterp_steps, RunSummary, Sink, 
 use reclaimlab_workload::spec::Spec;
 use reclaimlab_workload::stutterp::StutterpParams;
 
-use crate::sim_params::{apply_sets, dir_name, parse_sweeps, run_label, set_param, sweep_points};
+use crate::sim_params::{
+    apply_sets, dir_name, parse_sweeps, run_label, set_param, sweep_points, Settings,
+};
 
 /// Arguments of `reclaimlab sim`.
 #[derive(clap::Args, Debug)]
@@ -367,7 +369,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let mut sp = StutterpParams::default();
     // Validate --set once against the first profile's defaults.
-    apply_sets(&args.set, &mut Params::defaults(profiles[0]), &mut sp)?;
+    apply_sets(
+        &args.set,
+        &mut Settings {
+            params: &mut Params::defaults(profiles[0]),
+            policy: &mut profiles[0].clone(),
+            sp: &mut sp,
+        },
+    )?;
     let workload = if args.workload == "stutterp" {
         Workload::Stutterp
     } else if Path::new(&args.workload).exists() || args.workload.ends_with(".toml") {
@@ -413,12 +422,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         for (pi, point) in points.iter().enumerate() {
             let mut params = Params::defaults(p);
             let mut sp = StutterpParams::default();
-            apply_sets(&args.set, &mut params, &mut sp)?;
+            let mut policy = (*p).clone();
+            let mut to = Settings {
+                params: &mut params,
+                policy: &mut policy,
+                sp: &mut sp,
+            };
+            apply_sets(&args.set, &mut to)?;
             for (k, v) in point {
-                set_param(k, v, &mut params, &mut sp)
-                    .map_err(|e| anyhow!("--sweep {k}={v}: {e}"))?;
+                set_param(k, v, &mut to).map_err(|e| anyhow!("--sweep {k}={v}: {e}"))?;
             }
-            let name = run_label(p.name, point);
+            let name = run_label(p, &policy, point);
             let steps = match &workload {
                 Workload::Stutterp => stutterp_steps(&sp, &machine, params.dirty_ratio as u32)
                     .map_err(|e| {
@@ -431,7 +445,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     })?,
                 Workload::Spec { steps, .. } => steps.clone(),
             };
-            let mut cfg = SimConfig::new(machine.clone(), p, params, args.seed);
+            let mut cfg = SimConfig::new(machine.clone(), &policy, params, args.seed);
             cfg.trace.verbose = args.trace_verbose;
             let mut meta = RunMeta::new(name.clone(), Origin::Sim, p.name);
             meta.machine = record_machine(&machine, cfg.params.hz);
@@ -441,6 +455,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             };
             meta.seed = Some(args.seed);
             for (k, v) in cfg.params.to_pairs() {
+                meta.params.insert(k.to_string(), v);
+            }
+            for (k, v) in policy.policy_pairs() {
                 meta.params.insert(k.to_string(), v);
             }
             if matches!(workload, Workload::Stutterp) {

@@ -1,21 +1,32 @@
 //! `--set` and `--sweep` for `reclaimlab sim`: parameter names and values
-//! (kernel parameters and `stutterp.*`), the sweep grid, and the labels and
-//! directory names of its runs. Everything here runs before any simulation.
+//! (kernel parameters, the profile's `policy.*` call sites and `stutterp.*`),
+//! the sweep grid, and the labels and directory names of its runs.
+//! Everything here runs before any simulation.
 
 use anyhow::{anyhow, bail};
 use reclaimlab_kernel::params::{closest, Params};
-use reclaimlab_kernel::profile::KernelProfile;
+use reclaimlab_kernel::profile::{KernelProfile, POLICY_NAMES};
 use reclaimlab_workload::stutterp::StutterpParams;
 
-/// Every name `--set` and `--sweep` accept: kernel parameters, then stutterp's.
+/// Every name `--set` and `--sweep` accept: kernel parameters, the
+/// profile's `policy.*` settings, then stutterp's.
 pub(crate) fn param_names() -> Vec<&'static str> {
     let mut names: Vec<&str> = Params::NAMES.to_vec();
+    names.extend(POLICY_NAMES);
     names.extend(StutterpParams::list().iter().map(|x| x.0));
     names
 }
 
 pub(crate) fn is_param(name: &str) -> bool {
-    Params::NAMES.contains(&name) || StutterpParams::is_param(name)
+    Params::NAMES.contains(&name) || POLICY_NAMES.contains(&name) || StutterpParams::is_param(name)
+}
+
+/// What one run's `--set` and `--sweep` values go into: the kernel's
+/// parameters, its profile (the `policy.*` settings) and stutterp's.
+pub(crate) struct Settings<'a> {
+    pub(crate) params: &'a mut Params,
+    pub(crate) policy: &'a mut KernelProfile,
+    pub(crate) sp: &'a mut StutterpParams,
 }
 
 /// The error for an unknown parameter `name` in `flag arg`, with the closest name.
@@ -28,27 +39,37 @@ pub(crate) fn unknown_param(flag: &str, arg: &str, name: &str) -> anyhow::Error 
     )
 }
 
-/// Sets a known parameter: kernel parameters in `params`, `stutterp.*` in
-/// `sp`. The error says what is accepted.
-pub(crate) fn set_param(
-    name: &str,
-    value: &str,
-    params: &mut Params,
-    sp: &mut StutterpParams,
-) -> Result<(), String> {
+/// Sets a known parameter: `stutterp.*` in `sp`, `policy.*` in the
+/// profile, the rest in the kernel's parameters. The error says what is
+/// accepted.
+pub(crate) fn set_param(name: &str, value: &str, to: &mut Settings) -> Result<(), String> {
     if name.starts_with("stutterp.") {
-        sp.set(name, value).map_err(|e| e.to_string())
+        to.sp.set(name, value).map_err(|e| e.to_string())
+    } else if name.starts_with("policy.") {
+        to.policy.set(name, value).map_err(|e| e.to_string())
     } else {
-        params.set(name, value).map_err(|e| e.to_string())
+        to.params.set(name, value).map_err(|e| e.to_string())
     }
 }
 
-/// Splits `--set` values into kernel parameters and workload parameters.
-pub(crate) fn apply_sets(
-    sets: &[String],
-    params: &mut Params,
-    sp: &mut StutterpParams,
-) -> anyhow::Result<()> {
+/// The value of `name` as the run record stores it.
+fn recorded_value(name: &str, of: &Settings) -> String {
+    let pairs = if name.starts_with("stutterp.") {
+        return of.sp.get(name).unwrap_or_default();
+    } else if name.starts_with("policy.") {
+        of.policy.policy_pairs()
+    } else {
+        of.params.to_pairs()
+    };
+    pairs
+        .into_iter()
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v)
+        .unwrap_or_default()
+}
+
+/// Applies every `--set NAME=VALUE`.
+pub(crate) fn apply_sets(sets: &[String], to: &mut Settings) -> anyhow::Result<()> {
     for s in sets {
         let Some((k, v)) = s.split_once('=') else {
             bail!("--set {s}: expected NAME=VALUE, e.g. --set vm.dirty_ratio=30");
@@ -57,7 +78,7 @@ pub(crate) fn apply_sets(
         if !is_param(k) {
             return Err(unknown_param("--set", s, k));
         }
-        set_param(k, v, params, sp).map_err(|e| anyhow!("--set {s}: {e}"))?;
+        set_param(k, v, to).map_err(|e| anyhow!("--set {s}: {e}"))?;
     }
     Ok(())
 }
@@ -115,18 +136,14 @@ pub(crate) fn parse_sweeps(
             let mut canonical = String::new();
             for p in profiles {
                 let (mut params, mut sp) = (Params::defaults(p), StutterpParams::default());
-                set_param(name, v, &mut params, &mut sp)
-                    .map_err(|e| anyhow!("--sweep {s}: {e}"))?;
-                canonical = if name.starts_with("stutterp.") {
-                    sp.get(name).unwrap_or_default()
-                } else {
-                    params
-                        .to_pairs()
-                        .into_iter()
-                        .find(|(k, _)| *k == name)
-                        .map(|(_, v)| v)
-                        .unwrap_or_default()
+                let mut policy = (*p).clone();
+                let mut to = Settings {
+                    params: &mut params,
+                    policy: &mut policy,
+                    sp: &mut sp,
                 };
+                set_param(name, v, &mut to).map_err(|e| anyhow!("--sweep {s}: {e}"))?;
+                canonical = recorded_value(name, &to);
             }
             if values.contains(&canonical) {
                 let same = if canonical == v {
@@ -166,9 +183,20 @@ pub(crate) fn sweep_points(sweeps: &[Sweep]) -> Vec<Vec<(&str, &str)>> {
     points
 }
 
-/// A run's label: the profile, then `,NAME=VALUE` per sweep.
-pub(crate) fn run_label(kernel: &str, point: &[(&str, &str)]) -> String {
-    let mut s = kernel.to_string();
+/// A run's label: the profile, then `,NAME=VALUE` for each `policy.*`
+/// setting `--set` changed from the profile's (the run is no longer that
+/// kernel), then per sweep.
+pub(crate) fn run_label(
+    base: &KernelProfile,
+    policy: &KernelProfile,
+    point: &[(&str, &str)],
+) -> String {
+    let mut s = base.name.to_string();
+    for ((k, v), (_, was)) in policy.policy_pairs().iter().zip(base.policy_pairs()) {
+        if *v != was && !point.iter().any(|(n, _)| n == k) {
+            s.push_str(&format!(",{k}={v}"));
+        }
+    }
     for (k, v) in point {
         s.push_str(&format!(",{k}={v}"));
     }
@@ -215,9 +243,10 @@ mod tests {
         )
         .unwrap();
         assert_eq!(s[1].values, ["0", "60", "120"], "values as recorded");
+        let v516 = profile("v5.16").unwrap();
         let labels: Vec<String> = sweep_points(&s)
             .iter()
-            .map(|p| run_label("v5.16", p))
+            .map(|p| run_label(v516, v516, p))
             .collect();
         assert_eq!(
             labels,
@@ -231,6 +260,45 @@ mod tests {
             ]
         );
         assert_eq!(sweep_points(&[]), vec![Vec::<(&str, &str)>::new()]);
+    }
+
+    #[test]
+    fn policy_settings_are_parameters_and_show_in_the_label() {
+        let s = sweeps(&["policy.noprogress=none,rc1"], false).unwrap();
+        assert_eq!(s[0].values, ["none", "rc1"]);
+        let e = sweeps(&["policy.noprogress=rc1,rc2"], false).unwrap_err();
+        assert!(e.to_string().contains("accepted: none, rc1, final"), "{e}");
+        let e = sweeps(&["policy.noprogres=rc1"], false).unwrap_err();
+        assert!(
+            e.to_string().contains("did you mean `policy.noprogress`?"),
+            "{e}"
+        );
+        let base = profile("v5.16-rc1").unwrap();
+        let (mut params, mut sp, mut policy) = (
+            Params::defaults(base),
+            StutterpParams::default(),
+            base.clone(),
+        );
+        let mut to = Settings {
+            params: &mut params,
+            policy: &mut policy,
+            sp: &mut sp,
+        };
+        let sets = [
+            "policy.noprogress=none".to_string(),
+            "policy.too_many_isolated=throttle_isolated".to_string(),
+        ];
+        apply_sets(&sets, &mut to).unwrap();
+        // Only what differs from the base profile is in the label; a swept
+        // setting is named once, by its sweep.
+        assert_eq!(
+            run_label(base, &policy, &[]),
+            "v5.16-rc1,policy.noprogress=none"
+        );
+        assert_eq!(
+            run_label(base, &policy, &[("policy.noprogress", "none")]),
+            "v5.16-rc1,policy.noprogress=none"
+        );
     }
 
     #[test]

@@ -128,6 +128,19 @@ fn out_of_range_and_malformed_set_say_what_is_accepted() {
     has_all(&e, &["1.5", "0..=200"]);
     let e = sim_fails(&d, Some("stutterp"), &["--set", "stutterp.readers=2"]);
     has_all(&e, &["stutterp.readers", "0 or 1"]);
+    let e = sim_fails(&d, None, &["--set", "policy.noprogress=rc2"]);
+    has_all(
+        &e,
+        &["--set policy.noprogress=rc2", "accepted: none, rc1, final"],
+    );
+    let e = sim_fails(
+        &d,
+        None,
+        &["--sweep", "policy.too_many_isolated=msleep,nap"],
+    );
+    has_all(&e, &["`nap` is not accepted", "throttle_isolated"]);
+    let e = sim_fails(&d, None, &["--set", "policy.noprogres=rc1"]);
+    has_all(&e, &["did you mean `policy.noprogress`"]);
     for bad in ["vm.dirty_ratio", "vm.dirty_ratio:30", ""] {
         let e = sim_fails(&d, None, &["--set", bad]);
         has_all(&e, &["expected NAME=VALUE", "--set vm.dirty_ratio=30"]);
@@ -452,5 +465,34 @@ fn sweep_gives_one_record_per_run_and_the_same_bytes_every_time() {
     let a_s = a.to_str().unwrap();
     let b_s = b.to_str().unwrap();
     assert_eq!(report.replace(a_s, "OUT"), report_b.replace(b_s, "OUT"));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// `--set policy.*` runs a profile with a call site changed: the run's
+/// label and record directory say so, and the record lists every site.
+#[test]
+fn a_changed_policy_is_named_in_the_label_and_recorded() {
+    let d = scratch("policy");
+    let machine = file(&d, "tiny.toml", TINY_MACHINE);
+    let spec = file(&d, "spec.toml", TINY_SPEC);
+    let out = d.join("out");
+    let o = bin()
+        .args(["sim", &spec, "--machine", &machine, "--kernel", "v5.16"])
+        .args(["--set", "policy.noprogress=rc1", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "sim failed:\n{err}");
+    let name = "v5.16,policy.noprogress=rc1";
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join(name).join("run.json")).unwrap()).unwrap();
+    assert_eq!(meta["name"], name);
+    assert_eq!(meta["kernel"], "v5.16");
+    assert_eq!(meta["params"]["policy.noprogress"], "rc1");
+    assert_eq!(
+        meta["params"]["policy.direct_congested"],
+        "throttle_congested"
+    );
     std::fs::remove_dir_all(&d).unwrap();
 }

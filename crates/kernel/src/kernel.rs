@@ -87,7 +87,7 @@ pub struct Kernel {
     /// Tunables.
     pub params: Params,
     /// Throttling generation.
-    pub profile: &'static KernelProfile,
+    pub profile: KernelProfile,
     /// The machine.
     pub machine: Machine,
     /// Page frames.
@@ -140,12 +140,7 @@ pub struct Kernel {
 impl Kernel {
     /// Boots a kernel on `machine` with `profile` and `params`: frames, nodes
     /// with watermarks, devices, swap. No tasks yet (see [`crate::boot`]).
-    pub fn new(
-        machine: Machine,
-        profile: &'static KernelProfile,
-        params: Params,
-        seed: u64,
-    ) -> Kernel {
+    pub fn new(machine: Machine, profile: KernelProfile, params: Params, seed: u64) -> Kernel {
         let nr_pages = machine.pages() as usize;
         let nr_nodes = machine.nodes as usize;
         let per_node = nr_pages / nr_nodes;

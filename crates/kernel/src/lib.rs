@@ -61,8 +61,9 @@ pub struct SimStats {
 pub struct SimConfig {
     /// The machine.
     pub machine: machine::Machine,
-    /// The throttling generation.
-    pub profile: &'static profile::KernelProfile,
+    /// The throttling generation (a built-in profile, or one with some
+    /// `policy.*` settings changed).
+    pub profile: profile::KernelProfile,
     /// Tunables.
     pub params: params::Params,
     /// Random seed.
@@ -75,13 +76,13 @@ impl SimConfig {
     /// A configuration with default tracing.
     pub fn new(
         machine: machine::Machine,
-        profile: &'static profile::KernelProfile,
+        profile: &profile::KernelProfile,
         params: params::Params,
         seed: u64,
     ) -> SimConfig {
         SimConfig {
             machine,
-            profile,
+            profile: profile.clone(),
             params,
             seed,
             trace: trace::TraceConfig::default(),
@@ -104,7 +105,7 @@ pub fn xorshift(mut x: u64) -> u64 {
 pub fn boot(cfg: &SimConfig) -> Rc<World> {
     let mut k = Kernel::new(
         cfg.machine.clone(),
-        cfg.profile,
+        cfg.profile.clone(),
         cfg.params.clone(),
         cfg.seed,
     );

@@ -55,6 +55,38 @@ pub enum Sleep {
     Throttle(Reason),
 }
 
+impl Sleep {
+    /// Every value, by the name `--set policy.SITE=NAME` takes.
+    pub const CHOICES: [(&'static str, Sleep); 8] = [
+        ("none", Sleep::None),
+        ("congestion_wait", Sleep::CongestionWait),
+        ("wait_iff_congested", Sleep::WaitIffCongested),
+        ("msleep", Sleep::Msleep),
+        ("throttle_writeback", Sleep::Throttle(Reason::Writeback)),
+        ("throttle_isolated", Sleep::Throttle(Reason::Isolated)),
+        ("throttle_noprogress", Sleep::Throttle(Reason::Noprogress)),
+        ("throttle_congested", Sleep::Throttle(Reason::Congested)),
+    ];
+}
+
+impl NoProgress {
+    /// Every value, by the name `--set policy.noprogress=NAME` takes.
+    pub const CHOICES: [(&'static str, NoProgress); 3] = [
+        ("none", NoProgress::None),
+        ("rc1", NoProgress::Rc1),
+        ("final", NoProgress::Final),
+    ];
+}
+
+/// The name of `v` in `choices`.
+fn choice_name<T: PartialEq + Copy>(choices: &[(&'static str, T)], v: T) -> &'static str {
+    choices
+        .iter()
+        .find(|(_, c)| *c == v)
+        .map(|(n, _)| *n)
+        .expect("every value has a name")
+}
+
 /// How `consider_reclaim_throttle` behaves at the end of `shrink_zones`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum NoProgress {
@@ -70,7 +102,7 @@ pub enum NoProgress {
 }
 
 /// A throttling generation.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct KernelProfile {
     /// Name used with `--kernel`.
     pub name: &'static str,
@@ -171,4 +203,255 @@ pub fn profiles() -> &'static [KernelProfile] {
 /// The profile called `name`.
 pub fn profile(name: &str) -> Option<&'static KernelProfile> {
     PROFILES.iter().find(|p| p.name == name)
+}
+
+/// A `policy.*` setting's description for `list params`.
+#[derive(Clone, Debug)]
+pub struct PolicyInfo {
+    /// Name used with `--set NAME=VALUE`.
+    pub name: &'static str,
+    /// The value under the profile listed.
+    pub value: &'static str,
+    /// Every value accepted.
+    pub accepted: Vec<&'static str>,
+    /// What it is.
+    pub help: &'static str,
+}
+
+/// Error from [`KernelProfile::set`].
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum PolicyError {
+    /// No such setting.
+    #[error("unknown policy setting `{name}` (known: {}); `reclaimlab list params` shows them", POLICY_NAMES.join(", "))]
+    Unknown {
+        /// What was given.
+        name: String,
+    },
+    /// A value the setting does not take.
+    #[error("`{name}`: `{value}` is not accepted (accepted: {})", accepted.join(", "))]
+    BadValue {
+        /// Setting.
+        name: String,
+        /// What was given.
+        value: String,
+        /// What is.
+        accepted: Vec<&'static str>,
+    },
+}
+
+/// The sites and switches of a profile that `--set policy.NAME=VALUE`
+/// changes, with their help lines.
+const POLICY: [(&str, &str); 7] = [
+    ("policy.kswapd_immediate", "what kswapd does at the end of shrink_node when it met pages under writeback marked for immediate reclaim (sc->nr.immediate)"),
+    ("policy.direct_congested", "what direct reclaim does at the end of shrink_node when kswapd has marked the lruvec LRUVEC_CONGESTED"),
+    ("policy.too_many_isolated", "what shrink_inactive_list does (once) while too_many_isolated()"),
+    ("policy.reclaim_retry", "what should_reclaim_retry does when reclaim made no progress and over half the reclaimable pages are write-pending"),
+    ("policy.noprogress", "consider_reclaim_throttle at the end of shrink_zones: none, rc1 (below DEF_PRIORITY-2, memcg too, after every node) or final (priority 1 with nothing reclaimed, skip_throttle_noprogress)"),
+    ("policy.writeback_wakeups", "1: folio_end_writeback wakes WRITEBACK waiters once enough pages are written (acct_reclaim_writeback); 0: they sleep to the timeout"),
+    ("policy.isolated_wakeups", "1: a too_many_isolated() that finds the node below the limit wakes ISOLATED waiters (wake_throttle_isolated); 0: they sleep to the timeout"),
+];
+
+/// Every `policy.*` name.
+pub const POLICY_NAMES: [&str; 7] = [
+    POLICY[0].0,
+    POLICY[1].0,
+    POLICY[2].0,
+    POLICY[3].0,
+    POLICY[4].0,
+    POLICY[5].0,
+    POLICY[6].0,
+];
+
+const BOOL_CHOICES: [(&str, bool); 2] = [("0", false), ("1", true)];
+
+impl KernelProfile {
+    /// The value of `policy.*` setting `name`, by its name.
+    fn policy_value(&self, name: &str) -> Option<&'static str> {
+        Some(match name {
+            "policy.kswapd_immediate" => choice_name(&Sleep::CHOICES, self.kswapd_immediate),
+            "policy.direct_congested" => choice_name(&Sleep::CHOICES, self.direct_congested),
+            "policy.too_many_isolated" => choice_name(&Sleep::CHOICES, self.too_many_isolated),
+            "policy.reclaim_retry" => choice_name(&Sleep::CHOICES, self.reclaim_retry),
+            "policy.noprogress" => choice_name(&NoProgress::CHOICES, self.noprogress),
+            "policy.writeback_wakeups" => choice_name(&BOOL_CHOICES, self.writeback_wakeups),
+            "policy.isolated_wakeups" => choice_name(&BOOL_CHOICES, self.isolated_wakeups),
+            _ => return None,
+        })
+    }
+
+    /// Changes one call site or wake-up of this profile: a policy no
+    /// kernel had, such as 5.16-rc1 without NOPROGRESS or 5.15 with
+    /// ISOLATED throttling. A site set to a sleep whose tracepoint this
+    /// profile lacks gets the tracepoint too (a kernel with the call has it).
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), PolicyError> {
+        let value = value.trim();
+        let bad = |accepted: Vec<&'static str>| PolicyError::BadValue {
+            name: name.into(),
+            value: value.into(),
+            accepted,
+        };
+        let pick = |choices: &[(&'static str, Sleep)]| {
+            choices
+                .iter()
+                .find(|(n, _)| *n == value)
+                .map(|(_, v)| *v)
+                .ok_or_else(|| bad(choices.iter().map(|c| c.0).collect()))
+        };
+        let site = match name {
+            "policy.kswapd_immediate" => &mut self.kswapd_immediate,
+            "policy.direct_congested" => &mut self.direct_congested,
+            "policy.too_many_isolated" => &mut self.too_many_isolated,
+            "policy.reclaim_retry" => &mut self.reclaim_retry,
+            "policy.noprogress" => {
+                self.noprogress = NoProgress::CHOICES
+                    .iter()
+                    .find(|(n, _)| *n == value)
+                    .map(|(_, v)| *v)
+                    .ok_or_else(|| bad(NoProgress::CHOICES.iter().map(|c| c.0).collect()))?;
+                if self.noprogress != NoProgress::None {
+                    self.tp_throttled = true;
+                }
+                return Ok(());
+            }
+            "policy.writeback_wakeups" | "policy.isolated_wakeups" => {
+                let on = BOOL_CHOICES
+                    .iter()
+                    .find(|(n, _)| *n == value)
+                    .map(|(_, v)| *v)
+                    .ok_or_else(|| bad(BOOL_CHOICES.iter().map(|c| c.0).collect()))?;
+                if name == "policy.writeback_wakeups" {
+                    self.writeback_wakeups = on;
+                } else {
+                    self.isolated_wakeups = on;
+                }
+                return Ok(());
+            }
+            _ => return Err(PolicyError::Unknown { name: name.into() }),
+        };
+        *site = pick(&Sleep::CHOICES)?;
+        match *site {
+            Sleep::CongestionWait => self.tp_congestion_wait = true,
+            Sleep::WaitIffCongested => self.tp_wait_iff_congested = true,
+            Sleep::Throttle(_) => self.tp_throttled = true,
+            Sleep::None | Sleep::Msleep => {}
+        }
+        Ok(())
+    }
+
+    /// Every `policy.*` setting as `(name, value)`, for the run record.
+    pub fn policy_pairs(&self) -> Vec<(&'static str, String)> {
+        POLICY_NAMES
+            .iter()
+            .map(|n| (*n, self.policy_value(n).expect("known").to_string()))
+            .collect()
+    }
+
+    /// Describes every `policy.*` setting with its value in this profile.
+    pub fn policy_list(&self) -> Vec<PolicyInfo> {
+        POLICY
+            .iter()
+            .map(|(name, help)| PolicyInfo {
+                name,
+                value: self.policy_value(name).expect("known"),
+                accepted: match *name {
+                    "policy.noprogress" => NoProgress::CHOICES.iter().map(|c| c.0).collect(),
+                    "policy.writeback_wakeups" | "policy.isolated_wakeups" => {
+                        BOOL_CHOICES.iter().map(|c| c.0).collect()
+                    }
+                    _ => Sleep::CHOICES.iter().map(|c| c.0).collect(),
+                },
+                help,
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_profile_is_its_policy_settings() {
+        // Setting each policy.* of a profile onto any other profile gives
+        // back the first one's sites and wake-ups: the settings say all a
+        // profile does at its call sites.
+        for a in profiles() {
+            for b in profiles() {
+                let mut c = b.clone();
+                for (n, v) in a.policy_pairs() {
+                    c.set(n, &v).unwrap();
+                }
+                assert_eq!(
+                    c.policy_pairs(),
+                    a.policy_pairs(),
+                    "{} onto {}",
+                    a.name,
+                    b.name
+                );
+                assert_eq!(
+                    (
+                        c.kswapd_immediate,
+                        c.direct_congested,
+                        c.too_many_isolated,
+                        c.reclaim_retry
+                    ),
+                    (
+                        a.kswapd_immediate,
+                        a.direct_congested,
+                        a.too_many_isolated,
+                        a.reclaim_retry
+                    )
+                );
+                assert_eq!(
+                    (c.noprogress, c.writeback_wakeups, c.isolated_wakeups),
+                    (a.noprogress, a.writeback_wakeups, a.isolated_wakeups)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_site_set_to_a_sleep_gets_its_tracepoint() {
+        let mut p = profile("v5.15").unwrap().clone();
+        assert!(!p.tp_throttled);
+        p.set("policy.too_many_isolated", "throttle_isolated")
+            .unwrap();
+        assert!(p.tp_throttled);
+        let mut p = profile("none").unwrap().clone();
+        p.set("policy.direct_congested", "wait_iff_congested")
+            .unwrap();
+        assert!(p.tp_wait_iff_congested && !p.tp_congestion_wait);
+    }
+
+    #[test]
+    fn bad_settings_say_what_is_accepted() {
+        let mut p = profile("v5.16").unwrap().clone();
+        let e = p.set("policy.noprogress", "rc2").unwrap_err().to_string();
+        assert!(
+            e.contains("`rc2` is not accepted (accepted: none, rc1, final)"),
+            "{e}"
+        );
+        let e = p
+            .set("policy.kswapd_immediate", "sleep")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("congestion_wait") && e.contains("throttle_writeback"),
+            "{e}"
+        );
+        let e = p
+            .set("policy.writeback_wakeups", "yes")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("(accepted: 0, 1)"), "{e}");
+        assert!(matches!(
+            p.set("policy.nope", "1"),
+            Err(PolicyError::Unknown { .. })
+        ));
+        assert_eq!(
+            &p,
+            profile("v5.16").unwrap(),
+            "a refused setting changes nothing"
+        );
+    }
 }

@@ -72,12 +72,16 @@ fn sim(
     seed: u64,
     set: &[(&str, &str)],
 ) -> (Collect, RunSummary) {
-    let p = profile(kernel).unwrap();
-    let mut params = Params::defaults(p);
+    let mut p = profile(kernel).unwrap().clone();
+    let mut params = Params::defaults(&p);
     for (k, v) in set {
-        params.set(k, v).unwrap();
+        if k.starts_with("policy.") {
+            p.set(k, v).unwrap();
+        } else {
+            params.set(k, v).unwrap();
+        }
     }
-    let cfg = SimConfig::new(m.clone(), p, params, seed);
+    let cfg = SimConfig::new(m.clone(), &p, params, seed);
     let spec = Spec::parse(spec, "test").unwrap();
     let mut c = Collect::default();
     let s = run(
@@ -343,6 +347,55 @@ fn noprogress_fires_only_under_the_profiles_conditions() {
         "rc1 should throttle NOPROGRESS more often than 5.16 final ({} vs {})",
         a.len(),
         b.len()
+    );
+}
+
+/// A kernel profile is what it does at each call site (`KernelProfile`,
+/// `--set policy.*`): 5.15 given 5.16-rc1's `consider_reclaim_throttle`
+/// throttles NOPROGRESS by rc1's rule (direct reclaim only, HZ/2) while its
+/// own `wait_iff_congested` site stays; 5.16-rc1 without it never throttles
+/// NOPROGRESS and keeps its other reasons.
+#[test]
+fn a_policy_setting_changes_only_its_call_site() {
+    let m = machine(SLOW_BLKMQ);
+    let np = |c: &Collect| -> Vec<(String, String)> {
+        c.events("mm_vmscan_throttled")
+            .into_iter()
+            .filter(|(_, f)| f.ends_with("NOPROGRESS"))
+            .collect()
+    };
+    let set = [("vm.swappiness", "0"), ("policy.noprogress", "rc1")];
+    let (mixed, _) = sim(&m, "v5.15", PRESSURE, 1, &set);
+    let (plain, _) = sim(&m, "v5.15", PRESSURE, 1, FILE_ONLY);
+    assert!(np(&plain).is_empty() && plain.events("mm_vmscan_throttled").is_empty());
+    let t = mixed.events("mm_vmscan_throttled");
+    assert!(!t.is_empty(), "5.15 with rc1's NOPROGRESS rule throttles");
+    for (comm, f) in &t {
+        assert!(
+            f.ends_with("NOPROGRESS"),
+            "the only reclaim_throttle site: {f}"
+        );
+        assert!(!comm.starts_with("kswapd"), "kswapd is exempt: {f}");
+        assert_eq!(field(f, "usec_timeout"), 500_000, "rc1's HZ/2: {f}");
+    }
+    assert!(
+        !mixed.events("writeback_wait_iff_congested").is_empty(),
+        "5.15's own wait_iff_congested site is unchanged"
+    );
+    assert!(
+        mixed.delta("pgscan_direct") * 2 < plain.delta("pgscan_direct"),
+        "the NOPROGRESS sleeps cut direct scanning ({} vs {})",
+        mixed.delta("pgscan_direct"),
+        plain.delta("pgscan_direct")
+    );
+    let set = [("vm.swappiness", "0"), ("policy.noprogress", "none")];
+    let (rc1, _) = sim(&m, "v5.16-rc1", PRESSURE, 1, FILE_ONLY);
+    let (without, _) = sim(&m, "v5.16-rc1", PRESSURE, 1, &set);
+    assert!(!np(&rc1).is_empty(), "rc1 throttles NOPROGRESS here");
+    assert!(np(&without).is_empty(), "and without the rule never does");
+    assert!(
+        !without.events("mm_vmscan_throttled").is_empty(),
+        "its other reasons stay"
     );
 }
 
