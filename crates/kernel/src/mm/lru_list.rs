@@ -135,6 +135,26 @@ impl LruList {
         self.maybe_compact(f);
     }
 
+    /// Starts loading the frames of the next `n` pages at the tail (of the
+    /// first `2n` slots, holes skipped), the batch the next `take_tail` will
+    /// likely take: while the caller works on this batch, those misses are
+    /// served, instead of all stalling the next isolation at once.
+    pub fn prefetch_tail(&self, f: &Frames, n: usize) {
+        let mut p = self.start;
+        let mut left = n;
+        for _ in 0..2 * n {
+            if p == self.end || left == 0 {
+                break;
+            }
+            let pfn = self.slot(p);
+            if pfn != NO_PFN {
+                prefetch(f, pfn);
+                left -= 1;
+            }
+            p = p.wrapping_add(1);
+        }
+    }
+
     /// The ring's own invariants (for the invariant checker): both ends on
     /// live pages, the tail within one turn of `base`, the span within the
     /// ring.

@@ -74,14 +74,12 @@ impl Kernel {
         // The batch is the `nr_to_scan` oldest pages, taken off the ring
         // without reading their frames, which are then fetched together
         // before any is touched (see mm/lru_list.rs).
-        self.nodes[nid].lruvecs[memcg].lists[lru as usize].take_tail(
-            &mut self.frames,
-            nr_to_scan as usize,
-            &mut taken,
-        );
+        let list = &mut self.nodes[nid].lruvecs[memcg].lists[lru as usize];
+        list.take_tail(&mut self.frames, nr_to_scan as usize, &mut taken);
         for &pfn in &taken {
             crate::mm::lru_list::prefetch(&self.frames, pfn);
         }
+        list.prefetch_tail(&self.frames, nr_to_scan as usize);
         // Taken under lru_lock: what the caller spins first.
         let spin = self.lru_lock(nid, memcg, taken.len() as u64);
         for &pfn in &taken {
