@@ -34,6 +34,9 @@ pub struct RunMeta {
     pub lost_events: u64,
     /// Capture notes (for example why no trace was captured).
     pub capture_notes: Vec<String>,
+    /// What shaped the run, as `(name, value)`: `kernel`, `machine`, `seed`,
+    /// then every parameter of `run.json`, keys sorted.
+    pub settings: Vec<(String, String)>,
 }
 
 /// One latency sample (`latency.csv`).

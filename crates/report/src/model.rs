@@ -239,6 +239,51 @@ pub struct Comparability {
     pub excluded: Vec<ExcludedOp>,
 }
 
+/// A setting whose value is not the same in every run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Difference {
+    /// `kernel`, `machine`, `seed` or a parameter name (`vm.dirty_ratio`,
+    /// `policy.noprogress`, …).
+    pub name: String,
+    /// Its value in each run, in run order.
+    pub values: Vec<String>,
+}
+
+/// The settings every run records whose values differ between the runs, in
+/// the first run's order (`kernel`, `machine`, `seed`, then parameters
+/// sorted), and how many settings only some of the runs record (a real run
+/// and a simulated one share few parameters: those are counted, not listed).
+fn differences(runs: &[RunInput]) -> (Vec<Difference>, u64) {
+    let mut names: Vec<&str> = Vec::new();
+    for r in runs {
+        for (k, _) in &r.meta.settings {
+            if !names.contains(&k.as_str()) {
+                names.push(k);
+            }
+        }
+    }
+    let mut partial = 0;
+    let mut out = Vec::new();
+    for name in names {
+        let values: Option<Vec<String>> = runs
+            .iter()
+            .map(|r| {
+                let s = r.meta.settings.iter().find(|(k, _)| k == name);
+                s.map(|(_, v)| v.clone())
+            })
+            .collect();
+        match values {
+            None => partial += 1,
+            Some(values) if values.iter().any(|v| *v != values[0]) => out.push(Difference {
+                name: name.to_string(),
+                values,
+            }),
+            Some(_) => {}
+        }
+    }
+    (out, partial)
+}
+
 /// The report: everything every exporter needs.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Report {
@@ -252,6 +297,11 @@ pub struct Report {
     pub comparable: Comparability,
     /// Warnings and explanations (different workloads, skipped lines, …).
     pub notes: Vec<String>,
+    /// What differs between the runs' kernels, machines, seeds and
+    /// parameters (empty for one run, or runs set up alike).
+    pub differences: Vec<Difference>,
+    /// Settings only some of the runs record (not in `differences`).
+    pub settings_in_some_runs: u64,
     /// The runs, baseline first.
     pub runs: Vec<RunReport>,
 }
@@ -467,6 +517,7 @@ pub fn build_report(runs: &[RunInput], opts: Options) -> Report {
         }
     }
 
+    let (differences, settings_in_some_runs) = differences(runs);
     Report {
         schema: SCHEMA.into(),
         baseline: out_runs.first().map(|r| r.name.clone()).unwrap_or_default(),
@@ -477,6 +528,8 @@ pub fn build_report(runs: &[RunInput], opts: Options) -> Report {
             excluded,
         },
         notes,
+        differences,
+        settings_in_some_runs,
         runs: out_runs,
     }
 }

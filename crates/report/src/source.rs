@@ -89,6 +89,17 @@ pub fn load_run(dir: &Path) -> Result<RunInput, LoadError> {
         trace_captured: m.capture.trace,
         lost_events: m.capture.lost_events,
         capture_notes: m.capture.notes.clone(),
+        settings: [
+            ("kernel".to_string(), m.kernel.clone()),
+            ("machine".to_string(), m.machine.name.clone()),
+            (
+                "seed".to_string(),
+                m.seed.map_or_else(|| "-".to_string(), |s| s.to_string()),
+            ),
+        ]
+        .into_iter()
+        .chain(m.params.iter().map(|(k, v)| (k.clone(), v.clone())))
+        .collect(),
     };
     let vm = rec.vmstat();
     let vmstat_delta = vm

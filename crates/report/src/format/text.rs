@@ -363,6 +363,59 @@ fn stall_section(out: &mut String, run: &RunReport) {
 }
 
 /// Renders the whole report as text (deterministic).
+/// What differs between the runs: one line per setting, a column per run.
+fn difference_lines(out: &mut String, report: &Report) {
+    if report.differences.is_empty() && report.settings_in_some_runs == 0 {
+        return;
+    }
+    out.push('\n');
+    out.push_str("Set up differently (kernel, machine, seed and parameters of each record):\n");
+    if report.settings_in_some_runs > 0 {
+        let _ = writeln!(
+            out,
+            "  ({} more setting(s) recorded by only some of the runs)",
+            report.settings_in_some_runs
+        );
+    }
+    if report.differences.is_empty() {
+        return;
+    }
+    let name_w = report
+        .differences
+        .iter()
+        .map(|d| chars(&d.name))
+        .max()
+        .unwrap_or(0)
+        .max(24);
+    // A column as wide as its run's name or its widest value.
+    let widths: Vec<usize> = report
+        .runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            report
+                .differences
+                .iter()
+                .map(|d| chars(&d.values[i]))
+                .fold(chars(&r.name), usize::max)
+        })
+        .collect();
+    let mut line = format!("  {:<name_w$}", "");
+    for (r, w) in report.runs.iter().zip(&widths) {
+        let _ = write!(line, "  {:<w$}", r.name);
+    }
+    out.push_str(line.trim_end());
+    out.push('\n');
+    for d in &report.differences {
+        let mut line = format!("  {:<name_w$}", d.name);
+        for (v, w) in d.values.iter().zip(&widths) {
+            let _ = write!(line, "  {v:<w$}");
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+}
+
 pub fn render_text(report: &Report) -> String {
     let mut out = String::new();
     let sig = match report.significance {
@@ -393,6 +446,7 @@ pub fn render_text(report: &Report) -> String {
     ops_table(&mut out, report);
     out.push('\n');
     scope_lines(&mut out, report);
+    difference_lines(&mut out, report);
     for run in &report.runs {
         out.push('\n');
         stall_section(&mut out, run);
@@ -498,6 +552,53 @@ mod tests {
                 "missing line\n{line}\nin\n{t}"
             );
         }
+    }
+
+    /// The runs' set-up differences: settings all runs record and that
+    /// differ are listed, a column per run; settings only some record are
+    /// counted; settings alike are left out.
+    #[test]
+    fn differences_list_what_is_set_up_differently() {
+        let d = Duration::default();
+        let settings = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
+            pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect()
+        };
+        let mut a = run("v5.15", &[(4, 1.0)], d, &[]);
+        a.meta.settings = settings(&[
+            ("kernel", "v5.15"),
+            ("seed", "1"),
+            ("policy.noprogress", "none"),
+            ("vm.dirty_ratio", "20"),
+        ]);
+        let mut b = run("v5.16-rc1", &[(4, 1.0)], d, &[]);
+        b.meta.settings = settings(&[
+            ("kernel", "v5.16-rc1"),
+            ("seed", "1"),
+            ("policy.noprogress", "rc1"),
+            ("vm.dirty_ratio", "20"),
+            ("only.here", "x"),
+        ]);
+        let r = build_report(&[a.clone(), b], Options::default());
+        let names: Vec<&str> = r.differences.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, ["kernel", "policy.noprogress"]);
+        assert_eq!(r.differences[1].values, ["none", "rc1"]);
+        assert_eq!(r.settings_in_some_runs, 1);
+        let text = render_text(&r);
+        assert!(
+            text.contains("  (1 more setting(s) recorded by only some of the runs)\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("\n  policy.noprogress         none   rc1\n"),
+            "{text}"
+        );
+        let alone = build_report(&[a], Options::default());
+        assert!(
+            alone.differences.is_empty() && !render_text(&alone).contains("Set up differently")
+        );
     }
 
     #[test]
