@@ -114,7 +114,24 @@ fn invariants_hold_in_randomised_runs() {
     assert_eq!(two.nodes, 2);
     let runs = (1..=3u64).map(|seed| (seed, &one)).chain([(4, &two)]);
     for (seed, m) in runs {
-        for kernel in ["v5.15", "v5.16-rc1", "v5.16", "none"] {
+        // Besides the built-in profiles, one that no kernel had: every call
+        // site given another generation's sleep (`--set policy.*`).
+        let mixed: &[(&str, &str)] = &[
+            ("policy.kswapd_immediate", "throttle_writeback"),
+            ("policy.direct_congested", "msleep"),
+            ("policy.too_many_isolated", "throttle_noprogress"),
+            ("policy.reclaim_retry", "throttle_isolated"),
+            ("policy.noprogress", "rc1"),
+            ("policy.isolated_wakeups", "1"),
+        ];
+        let kernels: [(&str, &[(&str, &str)]); 5] = [
+            ("v5.15", &[]),
+            ("v5.16-rc1", &[]),
+            ("v5.16", &[]),
+            ("none", &[]),
+            ("v5.15", mixed),
+        ];
+        for (kernel, policy) in kernels {
             let hogs = 30 + (seed * 7) % 40;
             let spec = format!(
                 "name='r'\nduration_s=4\nwarmup_s=1\n[[worker]]\nkind='file-writer'\ncount={}\nfiles=3\nfile_mib=8\nblock_kib={}\npattern='{}'\n\
@@ -125,10 +142,12 @@ fn invariants_hold_in_randomised_runs() {
                 ["sequential", "random"][seed as usize % 2],
                 seed % 2 == 0
             );
-            let (c, _) = sim(m, kernel, &spec, seed, &[("sim.vmstat_interval_ms", "100")]);
+            let mut set = vec![("sim.vmstat_interval_ms", "100")];
+            set.extend_from_slice(policy);
+            let (c, _) = sim(m, kernel, &spec, seed, &set);
             assert!(
                 c.delta("pgscan_kswapd") + c.delta("pgscan_direct") > 0,
-                "{kernel} seed {seed}: no reclaim, the check is vacuous"
+                "{kernel} {policy:?} seed {seed}: no reclaim, the check is vacuous"
             );
         }
     }
