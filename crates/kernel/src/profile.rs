@@ -264,6 +264,23 @@ pub const POLICY_NAMES: [&str; 7] = [
 
 const BOOL_CHOICES: [(&str, bool); 2] = [("0", false), ("1", true)];
 
+/// The value called `value` among `choices` of setting `name`.
+fn parse_choice<T: Copy>(
+    choices: &[(&'static str, T)],
+    name: &str,
+    value: &str,
+) -> Result<T, PolicyError> {
+    choices
+        .iter()
+        .find(|(n, _)| *n == value)
+        .map(|(_, v)| *v)
+        .ok_or_else(|| PolicyError::BadValue {
+            name: name.into(),
+            value: value.into(),
+            accepted: choices.iter().map(|c| c.0).collect(),
+        })
+}
+
 impl KernelProfile {
     /// The value of `policy.*` setting `name`, by its name.
     fn policy_value(&self, name: &str) -> Option<&'static str> {
@@ -285,55 +302,35 @@ impl KernelProfile {
     /// profile lacks gets the tracepoint too (a kernel with the call has it).
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), PolicyError> {
         let value = value.trim();
-        let bad = |accepted: Vec<&'static str>| PolicyError::BadValue {
-            name: name.into(),
-            value: value.into(),
-            accepted,
-        };
-        let pick = |choices: &[(&'static str, Sleep)]| {
-            choices
-                .iter()
-                .find(|(n, _)| *n == value)
-                .map(|(_, v)| *v)
-                .ok_or_else(|| bad(choices.iter().map(|c| c.0).collect()))
-        };
-        let site = match name {
-            "policy.kswapd_immediate" => &mut self.kswapd_immediate,
-            "policy.direct_congested" => &mut self.direct_congested,
-            "policy.too_many_isolated" => &mut self.too_many_isolated,
-            "policy.reclaim_retry" => &mut self.reclaim_retry,
-            "policy.noprogress" => {
-                self.noprogress = NoProgress::CHOICES
-                    .iter()
-                    .find(|(n, _)| *n == value)
-                    .map(|(_, v)| *v)
-                    .ok_or_else(|| bad(NoProgress::CHOICES.iter().map(|c| c.0).collect()))?;
-                if self.noprogress != NoProgress::None {
-                    self.tp_throttled = true;
-                }
-                return Ok(());
+        let (sleep, noprogress, on) = (&Sleep::CHOICES, &NoProgress::CHOICES, &BOOL_CHOICES);
+        match name {
+            "policy.kswapd_immediate" => self.kswapd_immediate = parse_choice(sleep, name, value)?,
+            "policy.direct_congested" => self.direct_congested = parse_choice(sleep, name, value)?,
+            "policy.too_many_isolated" => {
+                self.too_many_isolated = parse_choice(sleep, name, value)?
             }
-            "policy.writeback_wakeups" | "policy.isolated_wakeups" => {
-                let on = BOOL_CHOICES
-                    .iter()
-                    .find(|(n, _)| *n == value)
-                    .map(|(_, v)| *v)
-                    .ok_or_else(|| bad(BOOL_CHOICES.iter().map(|c| c.0).collect()))?;
-                if name == "policy.writeback_wakeups" {
-                    self.writeback_wakeups = on;
-                } else {
-                    self.isolated_wakeups = on;
-                }
-                return Ok(());
-            }
+            "policy.reclaim_retry" => self.reclaim_retry = parse_choice(sleep, name, value)?,
+            "policy.noprogress" => self.noprogress = parse_choice(noprogress, name, value)?,
+            "policy.writeback_wakeups" => self.writeback_wakeups = parse_choice(on, name, value)?,
+            "policy.isolated_wakeups" => self.isolated_wakeups = parse_choice(on, name, value)?,
             _ => return Err(PolicyError::Unknown { name: name.into() }),
-        };
-        *site = pick(&Sleep::CHOICES)?;
-        match *site {
-            Sleep::CongestionWait => self.tp_congestion_wait = true,
-            Sleep::WaitIffCongested => self.tp_wait_iff_congested = true,
-            Sleep::Throttle(_) => self.tp_throttled = true,
-            Sleep::None | Sleep::Msleep => {}
+        }
+        let sites = [
+            self.kswapd_immediate,
+            self.direct_congested,
+            self.too_many_isolated,
+            self.reclaim_retry,
+        ];
+        for site in sites {
+            match site {
+                Sleep::CongestionWait => self.tp_congestion_wait = true,
+                Sleep::WaitIffCongested => self.tp_wait_iff_congested = true,
+                Sleep::Throttle(_) => self.tp_throttled = true,
+                Sleep::None | Sleep::Msleep => {}
+            }
+        }
+        if self.noprogress != NoProgress::None {
+            self.tp_throttled = true;
         }
         Ok(())
     }
