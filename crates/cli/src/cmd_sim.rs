@@ -542,13 +542,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         })
         .collect();
     let results: Mutex<Vec<Option<Outcome>>> = Mutex::new((0..jobs.len()).map(|_| None).collect());
+    // Each run's own wall time (the runs share the cores, so each is its own).
+    let walls: Mutex<Vec<f64>> = Mutex::new(vec![0.0; jobs.len()]);
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let wall = std::time::Instant::now();
     std::thread::scope(|s| {
         for pb in &worker_bars {
             let (jobs, lens, overall) = (&jobs, &lens, &overall);
-            let (next, done, results) = (&next, &done, &results);
+            let (next, done, results, walls) = (&next, &done, &results, &walls);
             let stop = &*signals.stop;
             s.spawn(move || loop {
                 let i = next.fetch_add(1, Ordering::SeqCst);
@@ -561,6 +563,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 pb.set_length(len);
                 pb.set_message(job.name.clone());
                 let mut shown = 0;
+                let started = std::time::Instant::now();
                 let r = simulate(job, args.check, stop, &mut |t| {
                     let pos = (t as u64).min(len);
                     if pos > shown {
@@ -569,6 +572,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                         shown = pos;
                     }
                 });
+                walls.lock().expect("no poisoned lock")[i] = started.elapsed().as_secs_f64();
                 overall.inc(len - shown);
                 let n = done.fetch_add(1, Ordering::SeqCst) + 1;
                 overall.set_message(format!("all: {n}/{} runs done", jobs.len()));
@@ -592,16 +596,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let wall_s = wall.elapsed().as_secs_f64();
     let mut dirs = Vec::new();
     let mut failed = Vec::new();
-    for (job, r) in jobs
+    let walls = walls.into_inner().expect("no poisoned lock");
+    for ((job, r), wall) in jobs
         .iter()
         .zip(results.into_inner().expect("no poisoned lock"))
+        .zip(walls)
     {
         match r.expect("every job ran") {
             Ok((path, summary)) => {
                 eprintln!(
-                    "reclaimlab: {}: {:.0} simulated s, {} events, {} trace lines -> {}",
+                    "reclaimlab: {}: {:.0} simulated s in {wall:.1} s ({:.1} times real time), {} events, {} trace lines -> {}",
                     job.name,
                     summary.elapsed_s,
+                    summary.elapsed_s / wall.max(1e-9),
                     summary.events,
                     summary.trace_lines,
                     path.display()
