@@ -87,6 +87,11 @@ fn chars(s: &str) -> usize {
     s.chars().count()
 }
 
+/// The width of a column of labels: the longest, and at least 24.
+fn label_width<'a>(labels: impl Iterator<Item = &'a str>) -> usize {
+    labels.map(chars).max().unwrap_or(0).max(24)
+}
+
 /// Width of each run's column: the table's fixed field width, widened to
 /// one separating space plus the longer of the run's two header rows when the
 /// name does not fit. With names that fit (at most `field - 1` characters per
@@ -255,14 +260,8 @@ fn scope_lines(out: &mut String, report: &Report) {
     out.push_str(
         "Reclaim scope (which reclaim each run exercised, and which counters show its scanning):\n",
     );
-    // Names padded to the longest (at least 24) so the scope column lines up.
-    let name_w = report
-        .runs
-        .iter()
-        .map(|r| chars(&r.name))
-        .max()
-        .unwrap_or(0)
-        .max(24);
+    // Names padded to the longest so the scope column lines up.
+    let name_w = label_width(report.runs.iter().map(|r| r.name.as_str()));
     for r in &report.runs {
         let counters = if r.scan_counters == "lru" {
             "pgscan_anon/pgscan_file, pgsteal_anon/pgsteal_file (Memcg rows)"
@@ -380,13 +379,7 @@ fn difference_lines(out: &mut String, report: &Report) {
     if report.differences.is_empty() {
         return;
     }
-    let name_w = report
-        .differences
-        .iter()
-        .map(|d| chars(&d.name))
-        .max()
-        .unwrap_or(0)
-        .max(24);
+    let name_w = label_width(report.differences.iter().map(|d| d.name.as_str()));
     // A column as wide as its run's name or its widest value.
     let widths: Vec<usize> = report
         .runs
