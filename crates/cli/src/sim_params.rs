@@ -267,7 +267,11 @@ mod tests {
         let s = sweeps(&["policy.noprogress=none,rc1"], false).unwrap();
         assert_eq!(s[0].values, ["none", "rc1"]);
         let e = sweeps(&["policy.noprogress=rc1,rc2"], false).unwrap_err();
-        assert!(e.to_string().contains("accepted: none, rc1, final"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("accepted: none, rc1, final, backoff"),
+            "{e}"
+        );
         let e = sweeps(&["policy.noprogres=rc1"], false).unwrap_err();
         assert!(
             e.to_string().contains("did you mean `policy.noprogress`?"),

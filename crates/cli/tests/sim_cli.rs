@@ -131,7 +131,10 @@ fn out_of_range_and_malformed_set_say_what_is_accepted() {
     let e = sim_fails(&d, None, &["--set", "policy.noprogress=rc2"]);
     has_all(
         &e,
-        &["--set policy.noprogress=rc2", "accepted: none, rc1, final"],
+        &[
+            "--set policy.noprogress=rc2",
+            "accepted: none, rc1, final, backoff",
+        ],
     );
     let e = sim_fails(
         &d,

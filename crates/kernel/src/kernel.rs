@@ -70,6 +70,9 @@ pub struct Task {
     pub cpu_debt_user: u64,
     /// As `cpu_debt_user`, system time.
     pub cpu_debt_sys: u64,
+    /// NOPROGRESS sleeps in a row without an efficient reclaim in between
+    /// (`policy.noprogress=backoff` only; no kernel has it).
+    pub noprogress_streak: u32,
 }
 
 impl Task {
@@ -237,6 +240,7 @@ impl Kernel {
             nr_dirtied_pause: 32,
             cpu_debt_user: 0,
             cpu_debt_sys: 0,
+            noprogress_streak: 0,
         });
         self.exec.sched.push(TaskSched::default());
         t

@@ -71,10 +71,11 @@ impl Sleep {
 
 impl NoProgress {
     /// Every value, by the name `--set policy.noprogress=NAME` takes.
-    pub const CHOICES: [(&'static str, NoProgress); 3] = [
+    pub const CHOICES: [(&'static str, NoProgress); 4] = [
         ("none", NoProgress::None),
         ("rc1", NoProgress::Rc1),
         ("final", NoProgress::Final),
+        ("backoff", NoProgress::Backoff),
     ];
 }
 
@@ -99,6 +100,12 @@ pub enum NoProgress {
     /// global direct reclaim, only at priority 1 with nothing reclaimed, and
     /// `skip_throttle_noprogress` may skip it.
     Final,
+    /// No kernel has it (a reclaimlab policy): rc1's rule, but a task's
+    /// sleep starts at one jiffy and doubles with each NOPROGRESS sleep in a
+    /// row, up to `throttle.noprogress.timeout_us`; an efficient reclaim by
+    /// the task starts it over. Between rc1 (HZ/2 at once, for every
+    /// reclaimer) and the rc8 fix (one jiffy, at priority 1 only).
+    Backoff,
 }
 
 /// A throttling generation.
@@ -246,7 +253,7 @@ const POLICY: [(&str, &str); 7] = [
     ("policy.direct_congested", "what direct reclaim does at the end of shrink_node when kswapd has marked the lruvec LRUVEC_CONGESTED"),
     ("policy.too_many_isolated", "what shrink_inactive_list does (once) while too_many_isolated()"),
     ("policy.reclaim_retry", "what should_reclaim_retry does when reclaim made no progress and over half the reclaimable pages are write-pending"),
-    ("policy.noprogress", "consider_reclaim_throttle at the end of shrink_zones: none, rc1 (below DEF_PRIORITY-2, memcg too, after every node) or final (priority 1 with nothing reclaimed, skip_throttle_noprogress)"),
+    ("policy.noprogress", "consider_reclaim_throttle at the end of shrink_zones: none, rc1 (below DEF_PRIORITY-2, memcg too, after every node), final (priority 1 with nothing reclaimed, skip_throttle_noprogress) or backoff (no kernel: rc1's rule, the sleep doubling from one jiffy per sleep in a row up to the timeout)"),
     ("policy.writeback_wakeups", "1: folio_end_writeback wakes WRITEBACK waiters once enough pages are written (acct_reclaim_writeback); 0: they sleep to the timeout"),
     ("policy.isolated_wakeups", "1: a too_many_isolated() that finds the node below the limit wakes ISOLATED waiters (wake_throttle_isolated); 0: they sleep to the timeout"),
 ];
@@ -425,7 +432,7 @@ mod tests {
         let mut p = profile("v5.16").unwrap().clone();
         let e = p.set("policy.noprogress", "rc2").unwrap_err().to_string();
         assert!(
-            e.contains("`rc2` is not accepted (accepted: none, rc1, final)"),
+            e.contains("`rc2` is not accepted (accepted: none, rc1, final, backoff)"),
             "{e}"
         );
         let e = p

@@ -150,7 +150,12 @@ pub async fn reclaim_throttle(w: &World, nid: usize, reason: Reason) {
             Reason::Noprogress => p.noprogress_timeout_us,
             Reason::Congested => p.congested_timeout_us,
         };
-        let j = p.usecs_to_jiffies(us);
+        let mut j = p.usecs_to_jiffies(us);
+        if reason == Reason::Noprogress && k.profile.noprogress == NoProgress::Backoff {
+            // Not a kernel's: one jiffy, doubled per NOPROGRESS sleep in a
+            // row, capped at the timeout.
+            j = j.min(1 << k.current().noprogress_streak.min(32));
+        }
         if matches!(reason, Reason::Noprogress | Reason::Congested)
             && k.profile.noprogress == NoProgress::Final
             && k.skip_throttle_noprogress(nid)
@@ -178,6 +183,10 @@ pub async fn reclaim_throttle(w: &World, nid: usize, reason: Reason) {
         .finish_wait(&mut k.nodes[nid].reclaim_wait[reason as usize]);
     if reason == Reason::Writeback {
         k.nodes[nid].nr_writeback_throttled -= 1;
+    }
+    if reason == Reason::Noprogress {
+        let t = k.current_mut();
+        t.noprogress_streak = t.noprogress_streak.saturating_add(1);
     }
     let ret = if why == Wake::Timeout {
         0

@@ -418,6 +418,36 @@ fn a_policy_setting_changes_only_its_call_site() {
     );
 }
 
+/// `policy.noprogress=backoff`, a policy no kernel has: rc1's rule, with
+/// a task's NOPROGRESS sleep starting at one jiffy and doubling per sleep
+/// in a row up to `throttle.noprogress.timeout_us`.
+#[test]
+fn backoff_noprogress_sleeps_double_from_one_jiffy_to_the_timeout() {
+    let m = machine(SLOW_BLKMQ);
+    let set = [("vm.swappiness", "0"), ("policy.noprogress", "backoff")];
+    let (c, _) = sim(&m, "v5.16-rc1", PRESSURE, 1, &set);
+    let timeouts: Vec<u64> = c
+        .events("mm_vmscan_throttled")
+        .iter()
+        .filter(|(_, f)| f.ends_with("NOPROGRESS"))
+        .map(|(_, f)| field(f, "usec_timeout"))
+        .collect();
+    assert!(!timeouts.is_empty(), "backoff throttles NOPROGRESS here");
+    let jiffy = 4_000;
+    for &t in &timeouts {
+        let doubled = t % jiffy == 0 && (t / jiffy).is_power_of_two();
+        assert!(
+            t <= 500_000 && (doubled || t == 500_000),
+            "a sleep of 2^k jiffies or the timeout: {t}"
+        );
+    }
+    assert!(timeouts.contains(&jiffy), "a streak starts at one jiffy");
+    assert!(
+        timeouts.iter().any(|&t| t >= 4 * jiffy),
+        "sleeps in a row grow"
+    );
+}
+
 /// `out_of_memory()`: with no swap, anon demand beyond RAM kills a task;
 /// with enough swap, reclaim keeps making progress and nobody is killed.
 #[test]

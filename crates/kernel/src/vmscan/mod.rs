@@ -354,17 +354,25 @@ pub async fn shrink_node(w: &World, nid: usize, sc: &mut ScanControl) {
     }
 }
 
-/// `consider_reclaim_throttle` (5.16-rc1 and 5.16-rc8 variants).
+/// `consider_reclaim_throttle` (5.16-rc1 and 5.16-rc8 variants, and
+/// reclaimlab's `backoff`, which throttles by rc1's rule).
 async fn consider_reclaim_throttle(w: &World, nid: usize, sc: &ScanControl) {
     let (mode, sleep) = {
         let mut k = w.k();
         let mode = k.profile.noprogress;
-        if mode == NoProgress::None || k.noprogress_wake(nid, sc.nr_reclaimed, sc.nr_scanned) {
+        if mode == NoProgress::None {
+            return;
+        }
+        if k.noprogress_wake(nid, sc.nr_reclaimed, sc.nr_scanned) {
+            // (backoff) An efficient reclaim starts the task's sleeps over.
+            k.current_mut().noprogress_streak = 0;
             return;
         }
         let sleep = match mode {
             NoProgress::None => false,
-            NoProgress::Rc1 => !k.current_is_kswapd() && sc.priority < DEF_PRIORITY - 2,
+            NoProgress::Rc1 | NoProgress::Backoff => {
+                !k.current_is_kswapd() && sc.priority < DEF_PRIORITY - 2
+            }
             NoProgress::Final => {
                 !k.current_is_kswapd()
                     && !sc.cgroup_reclaim()
@@ -395,7 +403,7 @@ async fn shrink_zones(w: &World, sc: &mut ScanControl) {
     for i in 0..n {
         let nid = (first + i) % n;
         shrink_node(w, nid, sc).await;
-        if mode == NoProgress::Rc1 {
+        if matches!(mode, NoProgress::Rc1 | NoProgress::Backoff) {
             consider_reclaim_throttle(w, nid, sc).await;
         }
     }
