@@ -48,13 +48,15 @@ pub struct Args {
     /// this host: `host`, `host:2G`, `host:all`, `host:1G,swap=2G`, `host:1G,dir=DIR`.
     #[arg(long, default_value = "slice-2021")]
     pub machine: String,
-    /// Set a parameter, e.g. `--set vm.dirty_ratio=30` (`reclaimlab list params`).
+    /// Set a parameter, e.g. `--set vm.dirty_ratio=30`, or change a call
+    /// site of the kernel profiles, e.g. `--set policy.noprogress=none`
+    /// (`reclaimlab list params`).
     #[arg(long = "set", value_name = "NAME=VALUE")]
     pub set: Vec<String>,
     /// Sweep a parameter over values, e.g.
     /// `--sweep throttle.noprogress.timeout_us=1000,4000,500000`.
     ///
-    /// NAME is anything `--set` accepts (kernel and `stutterp.*` parameters);
+    /// NAME is anything `--set` accepts (kernel, `policy.*` and `stutterp.*` parameters);
     /// it cannot also be given with `--set`. Every kernel profile runs at every
     /// value, each run with its own record `OUT/KERNEL,NAME=VALUE` and its own
     /// column in the report (the first kernel at the first value is the
