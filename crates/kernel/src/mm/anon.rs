@@ -158,12 +158,7 @@ impl Kernel {
             self.frames.get_mut(pfn).owner = ORPHAN;
             return;
         }
-        if p.test(pg::LRU) {
-            // lru_del() with the frame already read.
-            let lruvec = &mut self.nodes[p.nid as usize].lruvecs[p.memcg as usize];
-            lruvec.lists[Lru::of(p.flags) as usize].remove_unsettled(&self.frames, pfn);
-            self.frames.get_mut(pfn).clear(pg::LRU);
-        }
+        self.lru_del_unsettled(pfn, &p);
         if p.test(pg::SWAPCACHE) {
             self.delete_from_swap_cache(pfn);
         }

@@ -6,7 +6,7 @@
 //! per-CPU pagevecs that batch LRU moves are not modelled; moves take effect
 //! at once.
 
-use super::page::{pg, Lru, Pfn};
+use super::page::{pg, Lru, Page, Pfn};
 use super::NodeStat;
 use crate::vmstat::Ev;
 use crate::Kernel;
@@ -35,13 +35,24 @@ impl Kernel {
 
     /// `del_page_from_lru_list`, if the page is on an LRU.
     pub fn lru_del(&mut self, pfn: Pfn) {
-        let p = self.frames.get(pfn);
+        let p = *self.frames.get(pfn);
+        if let Some((nid, memcg, lru)) = self.lru_del_unsettled(pfn, &p) {
+            self.nodes[nid].lruvecs[memcg].lists[lru as usize].settle(&mut self.frames);
+        }
+    }
+
+    /// [`Kernel::lru_del`] for `pfn`, whose frame the caller has read as
+    /// `p`, leaving its list unsettled (`LruList::remove_unsettled`): for a
+    /// caller that takes many pages off and settles the lists once. Returns
+    /// the list the page was on.
+    pub fn lru_del_unsettled(&mut self, pfn: Pfn, p: &Page) -> Option<(usize, usize, Lru)> {
         if !p.test(pg::LRU) {
-            return;
+            return None;
         }
         let (nid, memcg, lru) = (p.nid as usize, p.memcg as usize, Lru::of(p.flags));
-        self.nodes[nid].lruvecs[memcg].lists[lru as usize].remove(&mut self.frames, pfn);
+        self.nodes[nid].lruvecs[memcg].lists[lru as usize].remove_unsettled(&self.frames, pfn);
         self.frames.get_mut(pfn).clear(pg::LRU);
+        Some((nid, memcg, lru))
     }
 
     /// `activate_page`: inactive → active list head, `pgactivate`.
