@@ -256,32 +256,25 @@ pub async fn file_write(w: &World, f: u32, index: u32, n: u32) -> FileOp {
             maybe_pay_cpu(w).await;
             continue;
         }
-        let cached = w.k().find_get_page(f, i);
-        let pfn = match cached {
-            Some(p) => p,
-            None => {
-                let Some(pfn) = alloc_page(w, Gfp::HIGHUSER_MOVABLE_WRITE).await else {
-                    return FileOp::Killed;
-                };
-                let mut k = w.k();
-                if let Some(p) = k.find_get_page(f, i) {
-                    k.free_page(pfn);
-                    p
-                } else {
-                    k.add_to_page_cache_lru(f, i, pfn, pg::UPTODATE);
-                    pfn
-                }
-            }
+        // The run stops before a page only when it is not cached and its
+        // allocation needs the slow path.
+        let Some(pfn) = alloc_page(w, Gfp::HIGHUSER_MOVABLE_WRITE).await else {
+            return FileOp::Killed;
         };
         {
             let mut k = w.k();
-            let c = k.params.cost_copy_ns;
-            k.charge_sys(c);
-            // No mark_page_accessed: since 4.7 ("mm: filemap: only do access
-            // activations on reads", grab_cache_page_write_begin without
-            // FGP_ACCESSED) a buffered write never activates a page; only a
-            // workingset refault can bring a written page back active.
-            k.set_page_dirty(pfn);
+            // Another task may have cached the page while this one waited.
+            let pfn = match k.find_get_page(f, i) {
+                Some(p) => {
+                    k.free_page(pfn);
+                    p
+                }
+                None => {
+                    k.add_to_page_cache_lru(f, i, pfn, pg::UPTODATE);
+                    pfn
+                }
+            };
+            k.write_page(pfn);
         }
         crate::writeback::balance_dirty_pages_ratelimited(w).await;
         maybe_pay_cpu(w).await;
@@ -291,6 +284,16 @@ pub async fn file_write(w: &World, f: u32, index: u32, n: u32) -> FileOp {
 }
 
 impl Kernel {
+    /// Copies a buffered write's page into cached page `pfn` and dirties
+    /// it. No mark_page_accessed: since 4.7 ("mm: filemap: only do access
+    /// activations on reads", grab_cache_page_write_begin without
+    /// FGP_ACCESSED) a buffered write never activates a page; only a
+    /// workingset refault can bring a written page back active.
+    fn write_page(&mut self, pfn: Pfn) {
+        self.charge_sys(self.params.cost_copy_ns);
+        self.set_page_dirty(pfn);
+    }
+
     /// Pages `from..` of a buffered write to file `f` (at most to `end`),
     /// each exactly as one round of [`file_write`] with its allocation (if
     /// the page is not cached) served by `get_page_from_freelist` at the
@@ -301,7 +304,6 @@ impl Kernel {
     /// written. Between pages that do not block no other task runs, so
     /// this is the same run as one page at a time.
     pub fn file_write_run(&mut self, f: u32, from: u32, end: u32) -> u32 {
-        let copy_ns = self.params.cost_copy_ns;
         let mut i = from;
         while i < end {
             let pfn = match self.find_get_page(f, i) {
@@ -314,9 +316,7 @@ impl Kernel {
                     pfn
                 }
             };
-            self.charge_sys(copy_ns);
-            // (No mark_page_accessed: see file_write.)
-            self.set_page_dirty(pfn);
+            self.write_page(pfn);
             i += 1;
             let t = self.current();
             if t.nr_dirtied >= t.nr_dirtied_pause || self.cpu_debt() >= DEBT_FLUSH_NS {
