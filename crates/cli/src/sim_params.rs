@@ -54,18 +54,18 @@ pub(crate) fn set_param(name: &str, value: &str, to: &mut Settings) -> Result<()
 
 /// The value of `name` as the run record stores it.
 fn recorded_value(name: &str, of: &Settings) -> String {
-    let pairs = if name.starts_with("stutterp.") {
-        return of.sp.get(name).unwrap_or_default();
+    if name.starts_with("stutterp.") {
+        of.sp.get(name).unwrap_or_default()
     } else if name.starts_with("policy.") {
-        of.policy.policy_pairs()
+        of.policy.policy_value(name).unwrap_or_default().to_string()
     } else {
-        of.params.to_pairs()
-    };
-    pairs
-        .into_iter()
-        .find(|(k, _)| *k == name)
-        .map(|(_, v)| v)
-        .unwrap_or_default()
+        of.params
+            .to_pairs()
+            .into_iter()
+            .find(|(k, _)| *k == name)
+            .map(|(_, v)| v)
+            .unwrap_or_default()
+    }
 }
 
 /// Applies every `--set NAME=VALUE`.

@@ -290,7 +290,7 @@ fn parse_choice<T: Copy>(
 
 impl KernelProfile {
     /// The value of `policy.*` setting `name`, by its name.
-    fn policy_value(&self, name: &str) -> Option<&'static str> {
+    pub fn policy_value(&self, name: &str) -> Option<&'static str> {
         Some(match name {
             "policy.kswapd_immediate" => choice_name(&Sleep::CHOICES, self.kswapd_immediate),
             "policy.direct_congested" => choice_name(&Sleep::CHOICES, self.direct_congested),

@@ -357,7 +357,7 @@ pub async fn shrink_node(w: &World, nid: usize, sc: &mut ScanControl) {
 /// `consider_reclaim_throttle` (5.16-rc1 and 5.16-rc8 variants, and
 /// reclaimlab's `backoff`, which throttles by rc1's rule).
 async fn consider_reclaim_throttle(w: &World, nid: usize, sc: &ScanControl) {
-    let (mode, sleep) = {
+    let sleep = {
         let mut k = w.k();
         let mode = k.profile.noprogress;
         if mode == NoProgress::None {
@@ -368,7 +368,7 @@ async fn consider_reclaim_throttle(w: &World, nid: usize, sc: &ScanControl) {
             k.current_mut().noprogress_streak = 0;
             return;
         }
-        let sleep = match mode {
+        match mode {
             NoProgress::None => false,
             NoProgress::Rc1 | NoProgress::Backoff => {
                 !k.current_is_kswapd() && sc.priority < DEF_PRIORITY - 2
@@ -379,10 +379,8 @@ async fn consider_reclaim_throttle(w: &World, nid: usize, sc: &ScanControl) {
                     && sc.priority == 1
                     && sc.nr_reclaimed == 0
             }
-        };
-        (mode, sleep)
+        }
     };
-    let _ = mode;
     if sleep {
         reclaim_throttle(w, nid, Reason::Noprogress).await;
     }
