@@ -73,6 +73,10 @@ pub struct Task {
     /// NOPROGRESS sleeps in a row without an efficient reclaim in between
     /// (`policy.noprogress=backoff` only; no kernel has it).
     pub noprogress_streak: u32,
+    /// Pages allocated and pages freed while this task ran (its faults and
+    /// writes; its `munmap` and its own reclaim), for
+    /// `policy.rate_priority` (no kernel has it; see `crate::rate`).
+    pub rate: crate::rate::TaskRate,
 }
 
 impl Task {
@@ -138,6 +142,8 @@ pub struct Kernel {
     pub rng: u64,
     /// Sampled statistics of stall-relevant waits, for run summaries.
     pub stats: crate::SimStats,
+    /// The machine's reclaim rate, for `policy.rate_priority`.
+    pub reclaim_rate: crate::rate::ReclaimRate,
 }
 
 impl Kernel {
@@ -207,6 +213,7 @@ impl Kernel {
             oom_lock: false,
             rng: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
             stats: crate::SimStats::default(),
+            reclaim_rate: Default::default(),
             params,
         }
         .with_cpus()
@@ -241,6 +248,7 @@ impl Kernel {
             cpu_debt_user: 0,
             cpu_debt_sys: 0,
             noprogress_streak: 0,
+            rate: crate::rate::TaskRate::starting(self.exec.now()),
         });
         self.exec.sched.push(TaskSched::default());
         t

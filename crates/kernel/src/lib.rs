@@ -31,6 +31,7 @@ pub mod machine;
 pub mod mm;
 pub mod params;
 pub mod profile;
+pub mod rate;
 pub mod sched;
 pub mod throttle;
 pub mod trace;
@@ -54,6 +55,8 @@ pub struct SimStats {
     pub congestion_wait: u64,
     /// `wait_iff_congested` calls.
     pub wait_iff_congested: u64,
+    /// `reclaim_throttle` calls `policy.rate_priority` let through, by reason.
+    pub rate_passed: [u64; profile::NR_VMSCAN_THROTTLE],
 }
 
 /// Everything needed to boot a simulated kernel.

@@ -127,6 +127,7 @@ params! {
     isolated_timeout_us: u64 = |_| 20_000, "throttle.isolated.timeout_us", 0, 10_000_000, "VMSCAN_THROTTLE_ISOLATED sleep (HZ/50)";
     noprogress_timeout_us: u64 = |p| p.noprogress_timeout_us, "throttle.noprogress.timeout_us", 0, 10_000_000, "VMSCAN_THROTTLE_NOPROGRESS sleep (HZ/2 in 5.16-rc1, 1 jiffy from 5.16-rc8)";
     noprogress_wake_shift: u64 = |_| 3, "throttle.noprogress.wake_efficiency_shift", 0, 16, "NOPROGRESS waiters are woken when nr_reclaimed > nr_scanned >> shift (3 = 12.5%)";
+    rate_window_ms: u64 = |_| 1_000, "throttle.rate.window_ms", 1, 600_000, "policy.rate_priority (no kernel): the window over which a task's allocation rate and the machine's reclaim rate are measured";
     congested_timeout_us: u64 = |_| 4_000, "throttle.congested.timeout_us", 0, 10_000_000, "VMSCAN_THROTTLE_CONGESTED sleep (1 jiffy)";
     congestion_wait_timeout_us: u64 = |_| 100_000, "congestion_wait.timeout_us", 0, 10_000_000, "timeout of congestion_wait()/wait_iff_congested() calls in reclaim (HZ/10 in 5.15)";
     too_many_isolated_sleep_us: u64 = |_| 100_000, "congestion_wait.too_many_isolated_msleep_us", 0, 10_000_000, "the msleep(100) in 5.15 shrink_inactive_list when too many pages are isolated";

@@ -79,6 +79,31 @@ impl NoProgress {
     ];
 }
 
+/// Which reclaimers `reclaim_throttle` lets through without sleeping, by
+/// how fast they take pages. No kernel has it: a reclaimlab policy after
+/// Mel Gorman's open question of 2021 (prioritise tasks by their rate of
+/// allocation versus reclaim progress; `seed-phenomena.md` §1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RatePriority {
+    /// Every kernel: whoever reaches a throttling site sleeps.
+    Off,
+    /// A direct reclaimer whose allocation rate over its last window is at
+    /// most its fair share of the node's reclaim rate does not sleep.
+    Gross,
+    /// As `Gross`, with the pages the task gave back (freed by `munmap` or
+    /// by its own reclaim) subtracted from what it allocated.
+    Net,
+}
+
+impl RatePriority {
+    /// Every value, by the name `--set policy.rate_priority=NAME` takes.
+    pub const CHOICES: [(&'static str, RatePriority); 3] = [
+        ("off", RatePriority::Off),
+        ("gross", RatePriority::Gross),
+        ("net", RatePriority::Net),
+    ];
+}
+
 /// The name of `v` in `choices`.
 fn choice_name<T: PartialEq + Copy>(choices: &[(&'static str, T)], v: T) -> &'static str {
     choices
@@ -129,6 +154,8 @@ pub struct KernelProfile {
     pub writeback_wakeups: bool,
     /// `too_many_isolated()` false → `wake_throttle_isolated()`.
     pub isolated_wakeups: bool,
+    /// Who `reclaim_throttle` lets through by allocation rate (no kernel).
+    pub rate_priority: RatePriority,
     /// Default of `throttle.noprogress.timeout_us`.
     pub noprogress_timeout_us: u64,
     /// The `writeback_congestion_wait` tracepoint exists (up to 5.17).
@@ -150,6 +177,7 @@ const PROFILES: &[KernelProfile] = &[
         noprogress: NoProgress::None,
         writeback_wakeups: false,
         isolated_wakeups: false,
+        rate_priority: RatePriority::Off,
         noprogress_timeout_us: 500_000,
         tp_congestion_wait: true,
         tp_wait_iff_congested: true,
@@ -165,6 +193,7 @@ const PROFILES: &[KernelProfile] = &[
         noprogress: NoProgress::Rc1,
         writeback_wakeups: true,
         isolated_wakeups: true,
+        rate_priority: RatePriority::Off,
         noprogress_timeout_us: 500_000,
         tp_congestion_wait: true,
         tp_wait_iff_congested: false,
@@ -180,6 +209,7 @@ const PROFILES: &[KernelProfile] = &[
         noprogress: NoProgress::Final,
         writeback_wakeups: true,
         isolated_wakeups: true,
+        rate_priority: RatePriority::Off,
         noprogress_timeout_us: 4_000,
         tp_congestion_wait: true,
         tp_wait_iff_congested: false,
@@ -195,6 +225,7 @@ const PROFILES: &[KernelProfile] = &[
         noprogress: NoProgress::None,
         writeback_wakeups: false,
         isolated_wakeups: false,
+        rate_priority: RatePriority::Off,
         noprogress_timeout_us: 4_000,
         tp_congestion_wait: false,
         tp_wait_iff_congested: false,
@@ -248,7 +279,7 @@ pub enum PolicyError {
 
 /// The sites and switches of a profile that `--set policy.NAME=VALUE`
 /// changes, with their help lines.
-const POLICY: [(&str, &str); 7] = [
+const POLICY: [(&str, &str); 8] = [
     ("policy.kswapd_immediate", "what kswapd does at the end of shrink_node when it met pages under writeback marked for immediate reclaim (sc->nr.immediate)"),
     ("policy.direct_congested", "what direct reclaim does at the end of shrink_node when kswapd has marked the lruvec LRUVEC_CONGESTED"),
     ("policy.too_many_isolated", "what shrink_inactive_list does (once) while too_many_isolated()"),
@@ -256,10 +287,11 @@ const POLICY: [(&str, &str); 7] = [
     ("policy.noprogress", "consider_reclaim_throttle at the end of shrink_zones: none, rc1 (below DEF_PRIORITY-2, memcg too, after every node), final (priority 1 with nothing reclaimed, skip_throttle_noprogress) or backoff (no kernel: rc1's rule, the sleep doubling from one jiffy per sleep in a row up to the timeout)"),
     ("policy.writeback_wakeups", "1: folio_end_writeback wakes WRITEBACK waiters once enough pages are written (acct_reclaim_writeback); 0: they sleep to the timeout"),
     ("policy.isolated_wakeups", "1: a too_many_isolated() that finds the node below the limit wakes ISOLATED waiters (wake_throttle_isolated); 0: they sleep to the timeout"),
+    ("policy.rate_priority", "no kernel: off (every kernel), or gross/net: a direct reclaimer about to sleep in reclaim_throttle (not for ISOLATED) goes on if the pages it allocated (net: less those it freed or reclaimed) per second over its last throttle.rate.window_ms are at most the machine's reclaim rate (pgsteal per second) divided among the user tasks"),
 ];
 
 /// Every `policy.*` name.
-pub const POLICY_NAMES: [&str; 7] = [
+pub const POLICY_NAMES: [&str; 8] = [
     POLICY[0].0,
     POLICY[1].0,
     POLICY[2].0,
@@ -267,6 +299,7 @@ pub const POLICY_NAMES: [&str; 7] = [
     POLICY[4].0,
     POLICY[5].0,
     POLICY[6].0,
+    POLICY[7].0,
 ];
 
 const BOOL_CHOICES: [(&str, bool); 2] = [("0", false), ("1", true)];
@@ -288,6 +321,19 @@ fn parse_choice<T: Copy>(
         })
 }
 
+/// The names setting `name` accepts.
+fn accepted_values(name: &str) -> Vec<&'static str> {
+    fn names<T>(choices: &[(&'static str, T)]) -> Vec<&'static str> {
+        choices.iter().map(|c| c.0).collect()
+    }
+    match name {
+        "policy.noprogress" => names(&NoProgress::CHOICES),
+        "policy.writeback_wakeups" | "policy.isolated_wakeups" => names(&BOOL_CHOICES),
+        "policy.rate_priority" => names(&RatePriority::CHOICES),
+        _ => names(&Sleep::CHOICES),
+    }
+}
+
 impl KernelProfile {
     /// The value of `policy.*` setting `name`, by its name.
     pub fn policy_value(&self, name: &str) -> Option<&'static str> {
@@ -299,6 +345,7 @@ impl KernelProfile {
             "policy.noprogress" => choice_name(&NoProgress::CHOICES, self.noprogress),
             "policy.writeback_wakeups" => choice_name(&BOOL_CHOICES, self.writeback_wakeups),
             "policy.isolated_wakeups" => choice_name(&BOOL_CHOICES, self.isolated_wakeups),
+            "policy.rate_priority" => choice_name(&RatePriority::CHOICES, self.rate_priority),
             _ => return None,
         })
     }
@@ -320,6 +367,9 @@ impl KernelProfile {
             "policy.noprogress" => self.noprogress = parse_choice(noprogress, name, value)?,
             "policy.writeback_wakeups" => self.writeback_wakeups = parse_choice(on, name, value)?,
             "policy.isolated_wakeups" => self.isolated_wakeups = parse_choice(on, name, value)?,
+            "policy.rate_priority" => {
+                self.rate_priority = parse_choice(&RatePriority::CHOICES, name, value)?
+            }
             _ => return Err(PolicyError::Unknown { name: name.into() }),
         }
         let sites = [
@@ -357,13 +407,7 @@ impl KernelProfile {
             .map(|(name, help)| PolicyInfo {
                 name,
                 value: self.policy_value(name).expect("known"),
-                accepted: match *name {
-                    "policy.noprogress" => NoProgress::CHOICES.iter().map(|c| c.0).collect(),
-                    "policy.writeback_wakeups" | "policy.isolated_wakeups" => {
-                        BOOL_CHOICES.iter().map(|c| c.0).collect()
-                    }
-                    _ => Sleep::CHOICES.iter().map(|c| c.0).collect(),
-                },
+                accepted: accepted_values(name),
                 help,
             })
             .collect()
@@ -407,8 +451,18 @@ mod tests {
                     )
                 );
                 assert_eq!(
-                    (c.noprogress, c.writeback_wakeups, c.isolated_wakeups),
-                    (a.noprogress, a.writeback_wakeups, a.isolated_wakeups)
+                    (
+                        c.noprogress,
+                        c.writeback_wakeups,
+                        c.isolated_wakeups,
+                        c.rate_priority
+                    ),
+                    (
+                        a.noprogress,
+                        a.writeback_wakeups,
+                        a.isolated_wakeups,
+                        a.rate_priority
+                    )
                 );
             }
         }
@@ -448,6 +502,11 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("(accepted: 0, 1)"), "{e}");
+        let e = p
+            .set("policy.rate_priority", "fast")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("(accepted: off, gross, net)"), "{e}");
         assert!(matches!(
             p.set("policy.nope", "1"),
             Err(PolicyError::Unknown { .. })

@@ -162,6 +162,10 @@ pub async fn reclaim_throttle(w: &World, nid: usize, reason: Reason) {
         {
             return;
         }
+        if reason != Reason::Isolated && k.rate_lets_through() {
+            k.stats.rate_passed[reason as usize] += 1;
+            return;
+        }
         if reason == Reason::Writeback {
             let node = &mut k.nodes[nid];
             node.nr_writeback_throttled += 1;

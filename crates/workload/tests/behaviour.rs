@@ -123,6 +123,7 @@ fn invariants_hold_in_randomised_runs() {
             ("policy.reclaim_retry", "throttle_isolated"),
             ("policy.noprogress", "rc1"),
             ("policy.isolated_wakeups", "1"),
+            ("policy.rate_priority", "net"),
         ];
         let kernels: [(&str, &[(&str, &str)]); 5] = [
             ("v5.15", &[]),
@@ -446,6 +447,53 @@ fn backoff_noprogress_sleeps_double_from_one_jiffy_to_the_timeout() {
         timeouts.iter().any(|&t| t >= 4 * jiffy),
         "sleeps in a row grow"
     );
+}
+
+/// `policy.rate_priority`, no kernel's (`crate::rate`): after the first
+/// windows, `net` lets through the mmap-latency worker, which unmaps every
+/// page it maps, and keeps throttling the tasks that keep what they take;
+/// `gross` does the opposite to it, the heaviest allocator. ISOLATED
+/// throttling is left alone.
+#[test]
+fn rate_priority_throttles_the_tasks_that_outrun_reclaim() {
+    let m = machine(SLOW_BLKMQ);
+    // Share of the direct, non-ISOLATED throttles after 4 s (two windows
+    // past the warmup) that the latency worker took, and its ISOLATED ones.
+    let latency_share = |policy: &str| -> (f64, usize) {
+        let set = [("vm.swappiness", "0"), ("policy.rate_priority", policy)];
+        let (c, _) = sim(&m, "v5.16-rc1", PRESSURE, 1, &set);
+        let lines: Vec<String> = c
+            .trace
+            .lines()
+            .filter(|l| l.contains(": mm_vmscan_throttled: ") && !l.contains("kswapd"))
+            .map(String::from)
+            .collect();
+        let isolated = lines
+            .iter()
+            .filter(|l| l.contains("mmap-latency") && l.ends_with("ISOLATED"))
+            .count();
+        let late: Vec<&String> = lines
+            .iter()
+            .filter(|l| !l.ends_with("ISOLATED"))
+            .filter(|l| {
+                let secs = l.split(": ").next().unwrap().rsplit(' ').next().unwrap();
+                secs.parse::<f64>().unwrap() >= 4.0
+            })
+            .collect();
+        assert!(late.len() >= 10, "{policy}: too few throttles to judge");
+        let mine = late.iter().filter(|l| l.contains("mmap-latency")).count();
+        (mine as f64 / late.len() as f64, isolated)
+    };
+    let (off, _) = latency_share("off");
+    let (net, net_isolated) = latency_share("net");
+    let (gross, _) = latency_share("gross");
+    assert!(
+        off > 0.1,
+        "the latency worker is throttled under off: {off}"
+    );
+    assert!(net * 4.0 < off, "net lets it through: {net} vs {off}");
+    assert!(gross > off, "gross throttles it most: {gross} vs {off}");
+    assert!(net_isolated > 0, "ISOLATED throttling stays under net");
 }
 
 /// `out_of_memory()`: with no swap, anon demand beyond RAM kills a task;

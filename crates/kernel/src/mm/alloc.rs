@@ -86,6 +86,7 @@ impl Kernel {
         debug_assert!(p.test(pg::BUDDY));
         p.flags = 0;
         self.count(Ev::PgallocNormal, 1);
+        self.rate_count_alloc();
         pfn
     }
 

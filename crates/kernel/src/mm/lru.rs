@@ -200,6 +200,7 @@ impl Kernel {
         let nid = p.nid as usize;
         self.nodes[nid].free.push(pfn);
         self.count(Ev::Pgfree, 1);
+        self.rate_count_free();
     }
 
     /// `folio_rotate_reclaimable` (mm/swap.c): a page reclaim marked
