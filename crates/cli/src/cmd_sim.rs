@@ -342,6 +342,8 @@ enum Workload {
         name: String,
         file: String,
         steps: Vec<StepSpec>,
+        /// `spec.*` settings for the record (`Spec::to_params`).
+        params: Vec<(String, String)>,
     },
 }
 
@@ -387,12 +389,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             name: spec.name.clone(),
             file: args.workload.clone(),
             steps: vec![StepSpec::from_spec(&spec)],
+            params: spec.to_params(),
         }
     } else if let Some(spec) = Spec::builtin(&args.workload) {
         Workload::Spec {
             name: spec.name.clone(),
             file: args.workload.clone(),
             steps: vec![StepSpec::from_spec(&spec)],
+            params: spec.to_params(),
         }
     } else {
         let mut names = vec!["stutterp"];
@@ -462,11 +466,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             for (k, v) in policy.policy_pairs() {
                 meta.params.insert(k.to_string(), v);
             }
-            if matches!(workload, Workload::Stutterp) {
-                for (k, v) in sp.to_params() {
-                    meta.params.insert(k, v);
-                }
-            }
+            let workload_params = match &workload {
+                Workload::Stutterp => sp.to_params(),
+                Workload::Spec { params, .. } => params.clone(),
+            };
+            meta.params.extend(workload_params);
             meta.capture = reclaimlab_record::Capture {
                 trace: true,
                 events: vec!["all simulated tracepoints".into()],

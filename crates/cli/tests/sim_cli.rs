@@ -497,5 +497,13 @@ fn a_changed_policy_is_named_in_the_label_and_recorded() {
         meta["params"]["policy.direct_congested"],
         "throttle_congested"
     );
+    // The spec's workers, defaults filled in, are in the record too.
+    let params = &meta["params"];
+    assert_eq!(params["spec.duration_s"], "1.5");
+    assert_eq!(params["spec.worker1.kind"], "file-writer");
+    assert_eq!(params["spec.worker1.in_warmup"], "true");
+    assert_eq!(params["spec.worker2.size_mib"], "52");
+    assert_eq!(params["spec.worker3.pages"], "1024");
+    assert_eq!(params["spec.worker3.sleep_ms"], "5", "a default");
     std::fs::remove_dir_all(&d).unwrap();
 }

@@ -236,6 +236,50 @@ impl Spec {
             .map(|b| Spec::parse(b.2, b.0).expect("built-in spec parses"))
     }
 
+    /// Every setting of the spec, defaults filled in, as `(name, value)`
+    /// for the run record's parameters (`spec.duration_s`,
+    /// `spec.worker2.count`, …): a record says what its workers were even
+    /// once the file has changed, and `report` lists the settings two runs
+    /// differ in.
+    pub fn to_params(&self) -> Vec<(String, String)> {
+        let mut v = vec![
+            ("spec.duration_s".to_string(), self.duration_s.to_string()),
+            ("spec.warmup_s".to_string(), self.warmup_s.to_string()),
+        ];
+        for (i, w) in self.workers.iter().enumerate() {
+            let kind = match w.kind {
+                WorkerKind::AnonHog => "anon-hog",
+                WorkerKind::FileWriter => "file-writer",
+                WorkerKind::FileReader => "file-reader",
+                WorkerKind::MmapLatency => "mmap-latency",
+                WorkerKind::MmapFileReader => "mmap-file-reader",
+            };
+            let pattern = match w.pattern {
+                Pattern::Random => "random",
+                Pattern::Sequential => "sequential",
+            };
+            let fields = [
+                ("kind", kind.to_string()),
+                ("count", w.count.to_string()),
+                ("size_mib", w.size_mib.to_string()),
+                ("files", w.files.to_string()),
+                ("file_mib", w.file_mib.to_string()),
+                ("block_kib", w.block_kib.to_string()),
+                ("pattern", pattern.to_string()),
+                ("pages", w.pages.to_string()),
+                ("sleep_ms", w.sleep_ms.to_string()),
+                ("sparse", w.sparse.to_string()),
+                ("in_warmup", w.starts_in_warmup().to_string()),
+                ("passes", w.passes.to_string()),
+                ("shared", w.shared.to_string()),
+            ];
+            for (f, value) in fields {
+                v.push((format!("spec.worker{}.{f}", i + 1), value));
+            }
+        }
+        v
+    }
+
     /// Reads and checks a spec file.
     pub fn load(path: &str) -> Result<Spec, SpecError> {
         let text = std::fs::read_to_string(path).map_err(|err| SpecError::Io {
