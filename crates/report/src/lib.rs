@@ -38,9 +38,58 @@ pub use source::{load_run, LoadError};
 
 /// Loads every record directory (in order) and builds the report.
 pub fn report_from_dirs<P: AsRef<Path>>(dirs: &[P], opts: Options) -> Result<Report, LoadError> {
-    let runs = dirs
+    let mut runs = dirs
         .iter()
         .map(|d| load_run(d.as_ref()))
         .collect::<Result<Vec<_>, _>>()?;
+    label_same_names(&mut runs);
     Ok(build_report(&runs, opts))
+}
+
+/// Runs that share a name (the same kernel from two output directories,
+/// say a build before and after a patch) get the fewest of their record
+/// directory's parent folders in front of it that tell them apart:
+/// `before/v5.16` and `after/v5.16`. The same directory given twice keeps
+/// its name; the report then notes the clash.
+fn label_same_names(runs: &mut [RunInput]) {
+    let parents = |r: &RunInput| -> Vec<String> {
+        let dir = Path::new(&r.meta.record);
+        let mut v: Vec<String> = dir
+            .parent()
+            .map(|p| {
+                p.components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.reverse();
+        v
+    };
+    let names: Vec<String> = runs.iter().map(|r| r.meta.name.clone()).collect();
+    for name in &names {
+        let same: Vec<usize> = (0..runs.len())
+            .filter(|&i| runs[i].meta.name == *name)
+            .collect();
+        if same.len() < 2 {
+            continue;
+        }
+        let ups: Vec<Vec<String>> = same.iter().map(|&i| parents(&runs[i])).collect();
+        let deepest = ups.iter().map(Vec::len).max().unwrap_or(0);
+        let label = |up: &[String], k: usize| -> String {
+            let mut parts: Vec<&str> = up.iter().take(k).map(String::as_str).collect();
+            parts.reverse();
+            parts.push(name);
+            parts.join("/")
+        };
+        let Some(k) = (1..=deepest).find(|&k| {
+            let labels: std::collections::BTreeSet<String> =
+                ups.iter().map(|u| label(u, k)).collect();
+            labels.len() == same.len()
+        }) else {
+            continue;
+        };
+        for (&i, up) in same.iter().zip(&ups) {
+            runs[i].meta.name = label(up, k);
+        }
+    }
 }

@@ -428,3 +428,38 @@ fn missing_record_is_a_clear_error() {
     assert!(e.contains("run.json"), "{e}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Copies fixture `name` to `dir/name`.
+fn copy_fixture(name: &str, dir: &std::path::Path) -> PathBuf {
+    let to = dir.join(name);
+    std::fs::create_dir_all(&to).unwrap();
+    for e in std::fs::read_dir(fx(name)).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), to.join(e.file_name())).unwrap();
+    }
+    to
+}
+
+#[test]
+fn runs_of_one_name_are_told_apart_by_their_folders() {
+    // The same kernel's record from two output folders (before and after
+    // a patch): the columns say which is which.
+    let tmp = std::env::temp_dir().join(format!("reclaimlab-same-{}", std::process::id()));
+    let before = copy_fixture("base", &tmp.join("out/before"));
+    let after = copy_fixture("base", &tmp.join("out/after"));
+    let name = load_run(&before).unwrap().meta.name;
+    let r = report_from_dirs(&[&before, &after], Options::default()).unwrap();
+    let names: Vec<&str> = r.runs.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [format!("before/{name}"), format!("after/{name}")],
+        "{:?}",
+        r.notes
+    );
+    assert!(!r.notes.iter().any(|n| n.contains("same name")));
+    // The same folder twice cannot be told apart: kept, and noted.
+    let r = report_from_dirs(&[&before, &before], Options::default()).unwrap();
+    assert_eq!(r.runs[0].name, name);
+    assert!(r.notes.iter().any(|n| n.contains("same name")));
+    std::fs::remove_dir_all(&tmp).ok();
+}
