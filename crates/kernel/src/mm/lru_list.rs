@@ -140,18 +140,26 @@ impl LruList {
     /// likely take: while the caller works on this batch, those misses are
     /// served, instead of all stalling the next isolation at once.
     pub fn prefetch_tail(&self, f: &Frames, n: usize) {
-        let mut p = self.start;
+        // In at most two runs of slots (to the end of the ring, then from
+        // its start), as `take_tail`: no wrap check per slot.
+        let cap = self.buf.len();
+        let mut slots = (self.span() as usize).min(2 * n);
         let mut left = n;
-        for _ in 0..2 * n {
-            if p == self.end || left == 0 {
-                break;
+        let mut i = self.start.wrapping_sub(self.base) as usize;
+        while slots > 0 && left > 0 {
+            let run = (cap - i).min(slots);
+            for &slot in &self.buf[i..i + run] {
+                // 0 is a hole (`!NO_PFN`).
+                if slot != 0 {
+                    prefetch(f, !slot);
+                    left -= 1;
+                    if left == 0 {
+                        break;
+                    }
+                }
             }
-            let pfn = self.slot(p);
-            if pfn != NO_PFN {
-                prefetch(f, pfn);
-                left -= 1;
-            }
-            p = p.wrapping_add(1);
+            slots -= run;
+            i = 0;
         }
     }
 
