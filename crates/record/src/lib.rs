@@ -13,6 +13,7 @@
 
 pub mod error;
 mod gzthread;
+pub use gzthread::GzMembers;
 pub mod import;
 pub mod lines;
 pub mod meta;

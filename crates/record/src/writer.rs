@@ -637,6 +637,17 @@ impl RecordWriter {
         Ok(())
     }
 
+    /// Appends trace text compressed elsewhere ([`crate::GzMembers`], at
+    /// [`TRACE_GZIP_LEVEL`]) holding `lines` lines: its gzip members go into
+    /// `trace.txt.gz` as they are, after what was written before.
+    pub fn trace_members(&mut self, members: Vec<u8>, lines: u64) -> Result<()> {
+        let enc = self.trace_encoder()?;
+        enc.write_members(members)
+            .map_err(|e| self.io_err(files::TRACE_GZ, e))?;
+        self.trace_lines += lines;
+        Ok(())
+    }
+
     /// Completes the record: flushes and syncs every file, writes `run.json`
     /// last, and renames the partial directory into place. An existing record
     /// at `final_dir` (a directory with a `run.json`, or an empty directory) is

@@ -238,145 +238,288 @@ pub fn run_with_stop(
     stop: &AtomicBool,
 ) -> RunSummary {
     let mut summary = RunSummary::default();
+    let mut carry = Carry::new(sink);
     let mut base_ns: u64 = 0;
-    let mut names_sent = false;
-    // Event counters of the steps before this one, added to this step's
-    // (each step boots a kernel whose counters start at 0).
-    let first_event = reclaimlab_kernel::vmstat::GAUGE_NAMES.len();
-    let mut carried: Vec<u64> = Vec::new();
-    // The event counters of the last sample written.
-    let mut last_events: Vec<u64> = Vec::new();
-    let cumulative = |mut v: Vec<u64>, last: &mut Vec<u64>, carried: &[u64]| {
-        for (x, c) in v[first_event..].iter_mut().zip(carried) {
-            *x += c;
-        }
-        last.clear();
-        last.extend_from_slice(&v[first_event..]);
-        v
-    };
     for st in steps {
         if stop.load(Ordering::Relaxed) {
             summary.interrupted = true;
             break;
         }
-        let w = boot(cfg);
-        w.k().exec.start_at(base_ns);
-        carried.clone_from(&last_events);
-        let samples: Samples = Rc::new(RefCell::new(Vec::new()));
-        // Workers with a finite amount of work end the step when all are done.
-        let done = Rc::new(Cell::new(0u32));
-        let finite: u32 = st
-            .workers
-            .iter()
-            .filter(|s| s.kind == WorkerKind::MmapFileReader && s.passes > 0)
-            .map(|s| s.count)
-            .sum();
-        let mut nr = 0;
-        if !names_sent {
-            let names = w.k().vmstat_names();
-            sink.vmstat_names(&names);
-            names_sent = true;
-        }
-        let interval = w.k().params.vmstat_interval_ms * 1_000_000;
-        let warmup_end = base_ns + (st.warmup_s * NS) as u64;
-        let end = warmup_end + (st.duration_s * NS) as u64;
-        for spec in st
-            .workers
-            .iter()
-            .filter(|s| s.starts_in_warmup() && st.warmup_s > 0.0)
-        {
-            start_workers(&w, spec, &samples, &done, &mut nr);
-        }
-        let mut started_rest = st.warmup_s <= 0.0;
-        if started_rest {
-            for spec in &st.workers {
-                start_workers(&w, spec, &samples, &done, &mut nr);
-            }
-        }
-        let mut t = base_ns;
-        {
-            let v = cumulative(w.k().vmstat_values(), &mut last_events, &carried);
-            sink.vmstat(t as f64 / NS, st.step, &v);
-        }
-        while t < end {
-            let mut next = (t + interval).min(end);
-            if !started_rest && next > warmup_end {
-                next = warmup_end;
-            }
-            w.run_until(next);
-            t = next;
-            if !started_rest && t >= warmup_end {
-                for spec in st.workers.iter().filter(|s| !s.starts_in_warmup()) {
-                    start_workers(&w, spec, &samples, &done, &mut nr);
-                }
-                started_rest = true;
-            }
-            let mut k = w.k();
-            let text = k.take_trace();
-            if !text.is_empty() {
-                sink.trace(&text);
-            }
-            for (metric, at, us) in samples.borrow_mut().drain(..) {
-                sink.latency(st.step, metric, at as f64 / NS, us);
-            }
-            let v = cumulative(k.vmstat_values(), &mut last_events, &carried);
-            sink.vmstat(t as f64 / NS, st.step, &v);
-            if check_invariants && summary.invariant_error.is_none() {
-                if let Err(e) = k.check_invariants() {
-                    summary.invariant_error = Some(format!("t={:.3}s: {e}", t as f64 / NS));
-                }
-            }
-            drop(k);
-            progress(t as f64 / NS);
-            if finite > 0 && done.get() >= finite {
-                break;
-            }
-            if stop.load(Ordering::Relaxed) {
-                summary.interrupted = true;
-                break;
-            }
-        }
-        // The step ends at its last sample (early if its finite work is done).
-        let end = t;
-        let k = w.k();
-        for task in &k.tasks {
-            let kthread = task.kind != TaskKind::User;
-            // CPU work charged but not yet paid for when the step ended
-            // counts too: it was done, only its CPU slot was still pending.
-            let (u, s) = (
-                (task.user_ns + task.cpu_debt_user) as f64 / NS,
-                (task.sys_ns + task.cpu_debt_sys) as f64 / NS,
-            );
-            if !kthread {
-                summary.user_s += u;
-                summary.system_s += s;
-            }
-            summary.lru_lock_spin_s += task.lru_lock_spin_ns as f64 / NS;
-            summary.tasks.push(TaskCpu {
-                comm: task.comm.clone(),
-                pid: task.pid,
-                step: st.step,
-                user_s: u,
-                system_s: s,
-                kthread,
-            });
-        }
-        summary.events += k.exec.events;
-        summary.trace_lines += k.trace_lines;
-        summary
-            .steps
-            .push((st.step, base_ns as f64 / NS, end as f64 / NS));
-        drop(k);
-        base_ns = end;
-        // Task futures hold the world: drop them to free the step's machine.
-        w.shutdown();
-        drop(w);
+        let r = run_step(
+            cfg,
+            st,
+            base_ns,
+            &mut carry,
+            progress,
+            check_invariants,
+            stop,
+        );
+        carry.step_done(&r.last_events);
+        base_ns = r.end_ns;
+        summary.add_step(r);
         if summary.interrupted {
             break;
         }
     }
-    summary.elapsed_s = base_ns as f64 / NS;
     summary
+}
+
+/// A [`Sink`] in front of another that passes on the vmstat names once and
+/// adds to each step's event counters those the steps before it ended with
+/// (see the module comment): what joins steps simulated apart into one run.
+pub struct Carry<'a> {
+    inner: &'a mut dyn Sink,
+    names_sent: bool,
+    /// Index of the first event counter (the gauges come first).
+    first_event: usize,
+    carried: Vec<u64>,
+    row: Vec<u64>,
+}
+
+impl<'a> Carry<'a> {
+    /// Carries nothing yet.
+    pub fn new(inner: &'a mut dyn Sink) -> Carry<'a> {
+        Carry {
+            inner,
+            names_sent: false,
+            first_event: reclaimlab_kernel::vmstat::GAUGE_NAMES.len(),
+            carried: Vec::new(),
+            row: Vec::new(),
+        }
+    }
+
+    /// A step ended with these event counters (its own, as [`run_step`]
+    /// reports them): the next step's are added to them.
+    pub fn step_done(&mut self, last_events: &[u64]) {
+        self.carried
+            .resize(last_events.len().max(self.carried.len()), 0);
+        for (c, e) in self.carried.iter_mut().zip(last_events) {
+            *c += e;
+        }
+    }
+}
+
+impl Sink for Carry<'_> {
+    fn vmstat_names(&mut self, names: &[&str]) {
+        if !self.names_sent {
+            self.inner.vmstat_names(names);
+            self.names_sent = true;
+        }
+    }
+    fn vmstat(&mut self, t_s: f64, step: u32, values: &[u64]) {
+        self.row.clear();
+        self.row.extend_from_slice(values);
+        let events = self.row.get_mut(self.first_event..).unwrap_or_default();
+        for (x, c) in events.iter_mut().zip(&self.carried) {
+            *x += c;
+        }
+        self.inner.vmstat(t_s, step, &self.row);
+    }
+    fn trace(&mut self, text: &str) {
+        self.inner.trace(text);
+    }
+    fn latency(&mut self, step: u32, metric: &str, t_s: f64, value_us: f64) {
+        self.inner.latency(step, metric, t_s, value_us);
+    }
+}
+
+/// What one step leaves besides the sink's data.
+#[derive(Clone, Debug, Default)]
+pub struct StepResult {
+    /// The step.
+    pub step: u32,
+    /// Start and end, ns on the run's time base.
+    pub start_ns: u64,
+    /// End (its last sample).
+    pub end_ns: u64,
+    /// Per-task CPU.
+    pub tasks: Vec<TaskCpu>,
+    /// As in [`RunSummary`], this step's part.
+    pub user_s: f64,
+    /// As in [`RunSummary`].
+    pub system_s: f64,
+    /// As in [`RunSummary`].
+    pub lru_lock_spin_s: f64,
+    /// As in [`RunSummary`].
+    pub events: u64,
+    /// As in [`RunSummary`].
+    pub trace_lines: u64,
+    /// As in [`RunSummary`].
+    pub invariant_error: Option<String>,
+    /// As in [`RunSummary`].
+    pub interrupted: bool,
+    /// The step's own event counters at its last sample (the vmstat values
+    /// after the gauges).
+    pub last_events: Vec<u64>,
+}
+
+impl RunSummary {
+    /// Adds a step, the one after those added before.
+    pub fn add_step(&mut self, r: StepResult) {
+        self.steps
+            .push((r.step, r.start_ns as f64 / NS, r.end_ns as f64 / NS));
+        self.tasks.extend(r.tasks);
+        self.user_s += r.user_s;
+        self.system_s += r.system_s;
+        self.lru_lock_spin_s += r.lru_lock_spin_s;
+        self.events += r.events;
+        self.trace_lines += r.trace_lines;
+        if self.invariant_error.is_none() {
+            self.invariant_error = r.invariant_error;
+        }
+        self.interrupted |= r.interrupted;
+        self.elapsed_s = r.end_ns as f64 / NS;
+    }
+}
+
+/// Where each step starts on the run's time base, if that is known before
+/// they run: a step ends early only when its finite workers are done
+/// (`passes`), so only a step before the last with such workers makes the
+/// next one wait for it (`None`). Steps with known starts can be simulated
+/// apart, in any order, and joined with [`Carry`].
+pub fn step_starts(steps: &[StepSpec]) -> Option<Vec<u64>> {
+    let mut base = 0u64;
+    let mut out = Vec::with_capacity(steps.len());
+    for (i, st) in steps.iter().enumerate() {
+        out.push(base);
+        let finite = st
+            .workers
+            .iter()
+            .any(|s| s.kind == WorkerKind::MmapFileReader && s.passes > 0);
+        if finite && i + 1 < steps.len() {
+            return None;
+        }
+        // As `run_step` computes its end.
+        base += (st.warmup_s * NS) as u64 + (st.duration_s * NS) as u64;
+    }
+    Some(out)
+}
+
+/// Simulates one step on a machine booted from `cfg`, from `base_ns` on the
+/// run's time base, feeding `sink` the vmstat names, this step's own
+/// counters (events from 0: see [`Carry`]), trace text and latency samples.
+/// `progress` gets the simulated seconds of the time base reached.
+pub fn run_step(
+    cfg: &SimConfig,
+    st: &StepSpec,
+    base_ns: u64,
+    sink: &mut dyn Sink,
+    progress: &mut dyn FnMut(f64),
+    check_invariants: bool,
+    stop: &AtomicBool,
+) -> StepResult {
+    let first_event = reclaimlab_kernel::vmstat::GAUGE_NAMES.len();
+    let mut r = StepResult {
+        step: st.step,
+        start_ns: base_ns,
+        ..StepResult::default()
+    };
+    let w = boot(cfg);
+    w.k().exec.start_at(base_ns);
+    let samples: Samples = Rc::new(RefCell::new(Vec::new()));
+    // Workers with a finite amount of work end the step when all are done.
+    let done = Rc::new(Cell::new(0u32));
+    let finite: u32 = st
+        .workers
+        .iter()
+        .filter(|s| s.kind == WorkerKind::MmapFileReader && s.passes > 0)
+        .map(|s| s.count)
+        .sum();
+    let mut nr = 0;
+    sink.vmstat_names(&w.k().vmstat_names());
+    let interval = w.k().params.vmstat_interval_ms * 1_000_000;
+    let warmup_end = base_ns + (st.warmup_s * NS) as u64;
+    let end = warmup_end + (st.duration_s * NS) as u64;
+    for spec in st
+        .workers
+        .iter()
+        .filter(|s| s.starts_in_warmup() && st.warmup_s > 0.0)
+    {
+        start_workers(&w, spec, &samples, &done, &mut nr);
+    }
+    let mut started_rest = st.warmup_s <= 0.0;
+    if started_rest {
+        for spec in &st.workers {
+            start_workers(&w, spec, &samples, &done, &mut nr);
+        }
+    }
+    let mut t = base_ns;
+    sink.vmstat(t as f64 / NS, st.step, &w.k().vmstat_values());
+    while t < end {
+        let mut next = (t + interval).min(end);
+        if !started_rest && next > warmup_end {
+            next = warmup_end;
+        }
+        w.run_until(next);
+        t = next;
+        if !started_rest && t >= warmup_end {
+            for spec in st.workers.iter().filter(|s| !s.starts_in_warmup()) {
+                start_workers(&w, spec, &samples, &done, &mut nr);
+            }
+            started_rest = true;
+        }
+        let mut k = w.k();
+        let text = k.take_trace();
+        if !text.is_empty() {
+            sink.trace(&text);
+        }
+        for (metric, at, us) in samples.borrow_mut().drain(..) {
+            sink.latency(st.step, metric, at as f64 / NS, us);
+        }
+        let v = k.vmstat_values();
+        sink.vmstat(t as f64 / NS, st.step, &v);
+        r.last_events.clear();
+        r.last_events.extend_from_slice(&v[first_event..]);
+        if check_invariants && r.invariant_error.is_none() {
+            if let Err(e) = k.check_invariants() {
+                r.invariant_error = Some(format!("t={:.3}s: {e}", t as f64 / NS));
+            }
+        }
+        drop(k);
+        progress(t as f64 / NS);
+        if finite > 0 && done.get() >= finite {
+            break;
+        }
+        if stop.load(Ordering::Relaxed) {
+            r.interrupted = true;
+            break;
+        }
+    }
+    // The step ends at its last sample (early if its finite work is done).
+    r.end_ns = t;
+    let k = w.k();
+    if r.last_events.is_empty() {
+        r.last_events = k.vmstat_values()[first_event..].to_vec();
+    }
+    for task in &k.tasks {
+        let kthread = task.kind != TaskKind::User;
+        // CPU work charged but not yet paid for when the step ended
+        // counts too: it was done, only its CPU slot was still pending.
+        let (u, s) = (
+            (task.user_ns + task.cpu_debt_user) as f64 / NS,
+            (task.sys_ns + task.cpu_debt_sys) as f64 / NS,
+        );
+        if !kthread {
+            r.user_s += u;
+            r.system_s += s;
+        }
+        r.lru_lock_spin_s += task.lru_lock_spin_ns as f64 / NS;
+        r.tasks.push(TaskCpu {
+            comm: task.comm.clone(),
+            pid: task.pid,
+            step: st.step,
+            user_s: u,
+            system_s: s,
+            kthread,
+        });
+    }
+    r.events = k.exec.events;
+    r.trace_lines = k.trace_lines;
+    drop(k);
+    // Task futures hold the world: drop them to free the step's machine.
+    w.shutdown();
+    drop(w);
+    r
 }
 
 /// The steps of stutterp on `machine` (see [`crate::stutterp`]): per worker
