@@ -24,14 +24,15 @@ use reclaimlab_kernel::machine::Machine;
 use reclaimlab_kernel::params::Params;
 use reclaimlab_kernel::profile::{profile, KernelProfile};
 use reclaimlab_kernel::SimConfig;
-use reclaimlab_record::{Origin, RecordWriter, RunMeta};
-use reclaimlab_workload::sim::{run_with_stop, stutterp_steps, RunSummary, Sink, StepSpec};
+use reclaimlab_record::{Origin, RunMeta};
+use reclaimlab_workload::sim::{run_step, step_starts, stutterp_steps, StepSpec};
 use reclaimlab_workload::spec::Spec;
 use reclaimlab_workload::stutterp::StutterpParams;
 
 use crate::sim_params::{
     apply_sets, dir_name, parse_sweeps, run_label, set_param, sweep_points, Settings,
 };
+use crate::sim_steps::{Assembly, Outcome, StepBuffer};
 
 /// Arguments of `reclaimlab sim`.
 #[derive(clap::Args, Debug)]
@@ -83,39 +84,6 @@ pub struct Args {
     pub check: bool,
 }
 
-/// A [`Sink`] writing a run record; remembers the first write error.
-struct RecordSink {
-    w: RecordWriter,
-    err: Option<anyhow::Error>,
-}
-
-impl RecordSink {
-    fn check(&mut self, r: Result<(), reclaimlab_record::RecordError>) {
-        if let (Err(e), None) = (r, &self.err) {
-            self.err = Some(e.into());
-        }
-    }
-}
-
-impl Sink for RecordSink {
-    fn vmstat_names(&mut self, names: &[&str]) {
-        let r = self.w.vmstat_header(names);
-        self.check(r);
-    }
-    fn vmstat(&mut self, t_s: f64, step: u32, values: &[u64]) {
-        let r = self.w.vmstat_row(t_s, step, values);
-        self.check(r);
-    }
-    fn trace(&mut self, text: &str) {
-        let r = self.w.trace_bytes(text.as_bytes());
-        self.check(r);
-    }
-    fn latency(&mut self, step: u32, metric: &str, t_s: f64, value_us: f64) {
-        let r = self.w.latency(step, metric, t_s, value_us);
-        self.check(r);
-    }
-}
-
 fn record_machine(m: &Machine, hz: u64) -> reclaimlab_record::Machine {
     reclaimlab_record::Machine {
         name: m.name.clone(),
@@ -159,12 +127,58 @@ impl Job {
     }
 }
 
-/// What one simulation gave: its record's path and summary.
-type Outcome = anyhow::Result<(PathBuf, RunSummary)>;
+/// A job for the thread pool: some steps of one run, simulated in order.
+struct Item {
+    run: usize,
+    steps: std::ops::Range<usize>,
+    /// Where the first starts on the run's time base.
+    base_ns: u64,
+    /// Simulated seconds.
+    len_s: f64,
+}
+
+/// Every step of every run as its own job (a run whose step starts are
+/// not known beforehand, see `step_starts`, is one job), heaviest first —
+/// simulated seconds times workers, a rough cost — so that the cores
+/// finish together.
+fn work_items(jobs: &[Job]) -> Vec<Item> {
+    let mut items: Vec<(f64, Item)> = Vec::new();
+    for (run, job) in jobs.iter().enumerate() {
+        let cost = |st: &StepSpec| {
+            let workers: u32 = st.workers.iter().map(|w| w.count).sum();
+            st.total_s() * f64::from(1 + workers)
+        };
+        match step_starts(&job.steps) {
+            Some(starts) => {
+                for (k, st) in job.steps.iter().enumerate() {
+                    let item = Item {
+                        run,
+                        steps: k..k + 1,
+                        base_ns: starts[k],
+                        len_s: st.total_s(),
+                    };
+                    items.push((cost(st), item));
+                }
+            }
+            None => {
+                let item = Item {
+                    run,
+                    steps: 0..job.steps.len(),
+                    base_ns: 0,
+                    len_s: job.total_s(),
+                };
+                items.push((job.steps.iter().map(cost).sum(), item));
+            }
+        }
+    }
+    // Stable: equal costs keep run and step order.
+    items.sort_by(|a, b| b.0.total_cmp(&a.0));
+    items.into_iter().map(|(_, it)| it).collect()
+}
 
 /// The error of a simulation stopped by a signal (its partial record is gone).
 #[derive(Debug)]
-struct Interrupted;
+pub(crate) struct Interrupted;
 
 impl std::fmt::Display for Interrupted {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -232,68 +246,6 @@ fn remove_own_partials(out: &Path) -> Vec<PathBuf> {
         }
     }
     left
-}
-
-/// Runs one simulation into a record, stopping early (with [`Interrupted`],
-/// and no record) when `stop` is set. Returns the record's path.
-fn simulate(job: &Job, check: bool, stop: &AtomicBool, progress: &mut dyn FnMut(f64)) -> Outcome {
-    let writer = RecordWriter::create(&job.dir, job.meta.clone())
-        .with_context(|| format!("cannot create the run record {}", job.dir.display()))?;
-    let mut sink = RecordSink {
-        w: writer,
-        err: None,
-    };
-    let summary = run_with_stop(&job.cfg, &job.steps, &mut sink, progress, check, stop);
-    if summary.interrupted {
-        // Dropping the unfinished writer removes its partial directory.
-        return Err(Interrupted.into());
-    }
-    if let Some(e) = sink.err.take() {
-        return Err(e.context(format!("writing the run record {}", job.dir.display())));
-    }
-    if let Some(e) = &summary.invariant_error {
-        bail!(
-            "{}: kernel invariant violated: {e} (please report this as a bug)",
-            job.name
-        );
-    }
-    let m = sink.w.meta_mut();
-    m.steps = summary
-        .steps
-        .iter()
-        .map(|&(step, start_s, end_s)| reclaimlab_record::Step {
-            step,
-            start_s,
-            end_s,
-        })
-        .collect();
-    m.duration = reclaimlab_record::Duration {
-        user_s: summary.user_s,
-        system_s: summary.system_s,
-        elapsed_s: summary.elapsed_s,
-    };
-    if summary.lru_lock_spin_s > 0.0 {
-        m.capture.notes.push(format!(
-            "lru_lock modelled (lru_lock.page_ns, lru_lock.handoff_ns in params): {:.3} s of system time spun on it, kswapd included",
-            summary.lru_lock_spin_s
-        ));
-    }
-    m.tasks = summary
-        .tasks
-        .iter()
-        .map(|t| reclaimlab_record::TaskTime {
-            comm: t.comm.clone(),
-            pid: t.pid,
-            step: Some(t.step),
-            user_s: t.user_s,
-            system_s: t.system_s,
-        })
-        .collect();
-    let path = sink
-        .w
-        .finish()
-        .with_context(|| format!("cannot finish the run record {}", job.dir.display()))?;
-    Ok((path, summary))
 }
 
 /// Reports a `sim` stopped by a signal: the finished records (kept), the runs
@@ -494,10 +446,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     crate::machine_arg::save_host_profile(host_toml.as_deref(), &out)?;
     let signals = Signals::install()?;
+    let items = work_items(&jobs);
     let threads = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1)
-        .min(jobs.len())
+        .min(items.len())
         .max(1);
     let (min_s, max_s) = jobs.iter().fold((f64::MAX, 0.0f64), |(lo, hi), j| {
         (lo.min(j.total_s()), hi.max(j.total_s()))
@@ -513,7 +466,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         String::new()
     };
     eprintln!(
-        "reclaimlab: simulating {} on `{}` ({} CPUs, {} MiB) under {}{grid}: {} run(s) on {threads} thread(s), {} step(s), {each_s} simulated s each",
+        "reclaimlab: simulating {} on `{}` ({} CPUs, {} MiB) under {}{grid}: {} run(s) of {} step(s), {each_s} simulated s each, as {} job(s) on {threads} thread(s)",
         workload_name,
         machine.name,
         machine.cpus,
@@ -521,8 +474,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         args.kernel.join(", "),
         jobs.len(),
         jobs[0].steps.len(),
+        items.len(),
     );
-    // One bar per worker thread, showing the run it works on, and one for all runs.
+    // One bar per worker thread, showing the step it works on, and one for all runs.
     let bars = indicatif::MultiProgress::new();
     if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
         bars.set_draw_target(indicatif::ProgressDrawTarget::hidden());
@@ -531,9 +485,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let style = indicatif::ProgressStyle::with_template(template)
         .expect("valid template")
         .progress_chars("=> ");
-    let lens: Vec<u64> = jobs.iter().map(|j| j.total_s().ceil() as u64).collect();
-    let overall = if jobs.len() > 1 {
-        let pb = bars.add(indicatif::ProgressBar::new(lens.iter().sum()));
+    let total: u64 = items.iter().map(|it| it.len_s.ceil() as u64).sum();
+    let overall = if items.len() > 1 {
+        let pb = bars.add(indicatif::ProgressBar::new(total));
         pb.set_style(style.clone());
         pb.set_message(format!("all: 0/{} runs done", jobs.len()));
         pb
@@ -547,71 +501,108 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             pb
         })
         .collect();
-    let results: Mutex<Vec<Option<Outcome>>> = Mutex::new((0..jobs.len()).map(|_| None).collect());
-    // Each run's own wall time (the runs share the cores, so each is its own).
-    let walls: Mutex<Vec<f64>> = Mutex::new(vec![0.0; jobs.len()]);
+    let assemblies: Vec<Mutex<Assembly>> = jobs
+        .iter()
+        .map(|j| {
+            Mutex::new(Assembly::new(
+                &j.name,
+                &j.dir,
+                j.meta.clone(),
+                j.steps.len(),
+            ))
+        })
+        .collect();
     let next = AtomicUsize::new(0);
     let done = AtomicUsize::new(0);
     let wall = std::time::Instant::now();
     std::thread::scope(|s| {
         for pb in &worker_bars {
-            let (jobs, lens, overall) = (&jobs, &lens, &overall);
-            let (next, done, results, walls) = (&next, &done, &results, &walls);
+            let (jobs, items, overall, assemblies) = (&jobs, &items, &overall, &assemblies);
+            let (next, done) = (&next, &done);
             let stop = &*signals.stop;
+            let check = args.check;
             s.spawn(move || loop {
-                let i = next.fetch_add(1, Ordering::SeqCst);
-                if i >= jobs.len() || stop.load(Ordering::SeqCst) {
+                let n = next.fetch_add(1, Ordering::SeqCst);
+                if n >= items.len() || stop.load(Ordering::SeqCst) {
                     pb.finish_and_clear();
                     break;
                 }
-                let (job, len) = (&jobs[i], lens[i]);
+                let item = &items[n];
+                let (job, asm) = (&jobs[item.run], &assemblies[item.run]);
+                if !asm.lock().expect("no poisoned lock").start() {
+                    // Its record cannot be written, or a step of the run
+                    // failed: nothing to add to.
+                    overall.inc(item.len_s.ceil() as u64);
+                    continue;
+                }
+                let len = item.len_s.ceil() as u64;
                 pb.reset();
                 pb.set_length(len);
-                pb.set_message(job.name.clone());
                 let mut shown = 0;
-                let started = std::time::Instant::now();
-                let r = simulate(job, args.check, stop, &mut |t| {
-                    let pos = (t as u64).min(len);
-                    if pos > shown {
-                        pb.set_position(pos);
-                        overall.inc(pos - shown);
-                        shown = pos;
+                let mut base_ns = item.base_ns;
+                for k in item.steps.clone() {
+                    let st = &job.steps[k];
+                    pb.set_message(format!("{} step {}", job.name, st.step));
+                    let started = std::time::Instant::now();
+                    let mut buf = StepBuffer::new();
+                    let r = run_step(
+                        &job.cfg,
+                        st,
+                        base_ns,
+                        &mut buf,
+                        &mut |t| {
+                            let pos = ((t - item.base_ns as f64 / 1e9) as u64).min(len);
+                            if pos > shown {
+                                pb.set_position(pos);
+                                overall.inc(pos - shown);
+                                shown = pos;
+                            }
+                        },
+                        check,
+                        stop,
+                    );
+                    base_ns = r.end_ns;
+                    let interrupted = r.interrupted;
+                    let mut a = asm.lock().expect("no poisoned lock");
+                    a.wall_s += started.elapsed().as_secs_f64();
+                    let was_wanted = a.wanted();
+                    a.add(k, buf, r);
+                    if was_wanted && !a.wanted() {
+                        let n = done.fetch_add(1, Ordering::SeqCst) + 1;
+                        overall.set_message(format!("all: {n}/{} runs done", jobs.len()));
                     }
-                });
-                walls.lock().expect("no poisoned lock")[i] = started.elapsed().as_secs_f64();
-                overall.inc(len - shown);
-                let n = done.fetch_add(1, Ordering::SeqCst) + 1;
-                overall.set_message(format!("all: {n}/{} runs done", jobs.len()));
-                results.lock().expect("no poisoned lock")[i] = Some(r);
+                    if interrupted || !a.wanted() {
+                        break;
+                    }
+                }
+                overall.inc(len.saturating_sub(shown));
             });
         }
     });
+    let (results, walls): (Vec<Option<Outcome>>, Vec<f64>) = assemblies
+        .into_iter()
+        .map(|a| {
+            let mut a = a.into_inner().expect("no poisoned lock");
+            (a.outcome.take(), a.wall_s)
+        })
+        .unzip();
     // Every writer is finished or dropped: a signal from now on may end the
     // process at once. Armed before looking at `stop`, so that no signal
     // goes unanswered.
     signals.exit_at_once();
     if signals.stop_requested() {
         overall.abandon();
-        return Ok(interrupted(
-            &jobs,
-            results.into_inner().expect("no poisoned lock"),
-            &out,
-        ));
+        return Ok(interrupted(&jobs, results, &out));
     }
     overall.finish();
     let wall_s = wall.elapsed().as_secs_f64();
     let mut dirs = Vec::new();
     let mut failed = Vec::new();
-    let walls = walls.into_inner().expect("no poisoned lock");
-    for ((job, r), wall) in jobs
-        .iter()
-        .zip(results.into_inner().expect("no poisoned lock"))
-        .zip(walls)
-    {
+    for ((job, r), wall) in jobs.iter().zip(results).zip(walls) {
         match r.expect("every job ran") {
             Ok((path, summary)) => {
                 eprintln!(
-                    "reclaimlab: {}: {:.0} simulated s in {wall:.1} s ({:.1} times real time), {} events, {} trace lines -> {}",
+                    "reclaimlab: {}: {:.0} simulated s in {wall:.1} s of one core ({:.1} times real time), {} events, {} trace lines -> {}",
                     job.name,
                     summary.elapsed_s,
                     summary.elapsed_s / wall.max(1e-9),

@@ -267,8 +267,9 @@ pub fn run_with_stop(
 /// A [`Sink`] in front of another that passes on the vmstat names once and
 /// adds to each step's event counters those the steps before it ended with
 /// (see the module comment): what joins steps simulated apart into one run.
-pub struct Carry<'a> {
-    inner: &'a mut dyn Sink,
+pub struct Carry<S> {
+    /// The sink fed.
+    pub inner: S,
     names_sent: bool,
     /// Index of the first event counter (the gauges come first).
     first_event: usize,
@@ -276,9 +277,9 @@ pub struct Carry<'a> {
     row: Vec<u64>,
 }
 
-impl<'a> Carry<'a> {
+impl<S: Sink> Carry<S> {
     /// Carries nothing yet.
-    pub fn new(inner: &'a mut dyn Sink) -> Carry<'a> {
+    pub fn new(inner: S) -> Carry<S> {
         Carry {
             inner,
             names_sent: false,
@@ -299,7 +300,7 @@ impl<'a> Carry<'a> {
     }
 }
 
-impl Sink for Carry<'_> {
+impl<S: Sink> Sink for Carry<S> {
     fn vmstat_names(&mut self, names: &[&str]) {
         if !self.names_sent {
             self.inner.vmstat_names(names);
@@ -320,6 +321,21 @@ impl Sink for Carry<'_> {
     }
     fn latency(&mut self, step: u32, metric: &str, t_s: f64, value_us: f64) {
         self.inner.latency(step, metric, t_s, value_us);
+    }
+}
+
+impl<T: Sink + ?Sized> Sink for &mut T {
+    fn vmstat_names(&mut self, names: &[&str]) {
+        (**self).vmstat_names(names);
+    }
+    fn vmstat(&mut self, t_s: f64, step: u32, values: &[u64]) {
+        (**self).vmstat(t_s, step, values);
+    }
+    fn trace(&mut self, text: &str) {
+        (**self).trace(text);
+    }
+    fn latency(&mut self, step: u32, metric: &str, t_s: f64, value_us: f64) {
+        (**self).latency(step, metric, t_s, value_us);
     }
 }
 
@@ -358,9 +374,13 @@ impl RunSummary {
     pub fn add_step(&mut self, r: StepResult) {
         self.steps
             .push((r.step, r.start_ns as f64 / NS, r.end_ns as f64 / NS));
+        // Task by task, in order, as one sum over the run: the same bits
+        // whichever way the steps were run.
+        for t in r.tasks.iter().filter(|t| !t.kthread) {
+            self.user_s += t.user_s;
+            self.system_s += t.system_s;
+        }
         self.tasks.extend(r.tasks);
-        self.user_s += r.user_s;
-        self.system_s += r.system_s;
         self.lru_lock_spin_s += r.lru_lock_spin_s;
         self.events += r.events;
         self.trace_lines += r.trace_lines;
