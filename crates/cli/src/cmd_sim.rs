@@ -2,8 +2,11 @@
 //!
 //! Simulates a workload (a built-in name or a TOML spec) under one or more
 //! kernel profiles and, with `--sweep`, at every point of a parameter grid:
-//! one independent simulation per (profile × sweep point), run on a bounded
-//! pool of worker threads (one per core), each writing its own run record.
+//! one simulation per (profile × sweep point), each writing its own run
+//! record. Each step of a simulation boots its own machine, so every step
+//! of every run is a job for a bounded pool of worker threads (one per
+//! core), heaviest first; `sim_steps` puts each run's record together in
+//! step order.
 //! Then prints the comparison (the first run is the baseline). Every input is
 //! checked before the first simulation starts or the first directory is
 //! made; records depend only on the arguments, never on thread scheduling.
