@@ -613,6 +613,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     summary.trace_lines,
                     path.display()
                 );
+                if let Some(note) = crate::sim_steps::rate_note(&summary.rate_passed) {
+                    eprintln!("reclaimlab: {}: {note}", job.name);
+                }
                 if summary.lru_lock_spin_s > 0.0 {
                     eprintln!(
                         "reclaimlab: {}: {:.3} s of system time spinning on lru_lock (kswapd included)",

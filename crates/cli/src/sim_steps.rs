@@ -252,6 +252,9 @@ impl Assembly {
                 summary.lru_lock_spin_s
             ));
         }
+        if let Some(note) = rate_note(&summary.rate_passed) {
+            m.capture.notes.push(note);
+        }
         m.tasks = summary
             .tasks
             .iter()
@@ -268,6 +271,31 @@ impl Assembly {
             .with_context(|| format!("cannot finish the run record {}", self.dir.display()))?;
         Ok((path, summary))
     }
+}
+
+/// What `policy.rate_priority` did, which no trace line shows: the
+/// `reclaim_throttle` sleeps it let through, by reason.
+pub fn rate_note(passed: &[u64; 4]) -> Option<String> {
+    use reclaimlab_kernel::profile::Reason;
+    let total: u64 = passed.iter().sum();
+    if total == 0 {
+        return None;
+    }
+    let reasons = [
+        Reason::Writeback,
+        Reason::Isolated,
+        Reason::Noprogress,
+        Reason::Congested,
+    ];
+    let by: Vec<String> = reasons
+        .iter()
+        .filter(|r| passed[**r as usize] > 0)
+        .map(|r| format!("{} {}", r.name(), passed[*r as usize]))
+        .collect();
+    Some(format!(
+        "policy.rate_priority let {total} reclaim_throttle sleep(s) through, not traced ({})",
+        by.join(", ")
+    ))
 }
 
 #[cfg(test)]
@@ -295,6 +323,16 @@ mod tests {
             .unwrap();
         v.push(("trace text".into(), text));
         v
+    }
+
+    #[test]
+    fn the_rate_note_counts_what_no_trace_shows() {
+        assert_eq!(rate_note(&[0; 4]), None);
+        assert_eq!(
+            rate_note(&[3, 0, 5, 0]).unwrap(),
+            "policy.rate_priority let 8 reclaim_throttle sleep(s) through, not traced \
+             (VMSCAN_THROTTLE_WRITEBACK 3, VMSCAN_THROTTLE_NOPROGRESS 5)"
+        );
     }
 
     /// Steps simulated apart and finished in any order make the record one

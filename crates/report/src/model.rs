@@ -479,6 +479,14 @@ pub fn build_report(runs: &[RunInput], opts: Options) -> Report {
                 .into(),
         );
     }
+    // What the capture says of a run that has a trace (a policy's untraced
+    // decisions, lines an importer skipped, …); without a trace its notes
+    // are the trace's own note, below.
+    for r in runs.iter().filter(|r| r.trace.present) {
+        for n in &r.meta.capture_notes {
+            notes.push(format!("{}: {n}", r.meta.name));
+        }
+    }
     for r in &out_runs {
         if r.trace.bad_lines > 0 {
             notes.push(format!(

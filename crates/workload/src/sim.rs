@@ -98,6 +98,9 @@ pub struct RunSummary {
     pub events: u64,
     /// Trace lines emitted.
     pub trace_lines: u64,
+    /// `reclaim_throttle` sleeps `policy.rate_priority` let through, by
+    /// reason (`Reason as usize`; no trace line shows them).
+    pub rate_passed: [u64; 4],
     /// Invariant violation found by the end-of-step check, if any.
     pub invariant_error: Option<String>,
     /// The `stop` flag of [`run_with_stop`] cut the run short: the sink holds
@@ -361,6 +364,8 @@ pub struct StepResult {
     /// As in [`RunSummary`].
     pub trace_lines: u64,
     /// As in [`RunSummary`].
+    pub rate_passed: [u64; 4],
+    /// As in [`RunSummary`].
     pub invariant_error: Option<String>,
     /// As in [`RunSummary`].
     pub interrupted: bool,
@@ -384,6 +389,9 @@ impl RunSummary {
         self.lru_lock_spin_s += r.lru_lock_spin_s;
         self.events += r.events;
         self.trace_lines += r.trace_lines;
+        for (a, b) in self.rate_passed.iter_mut().zip(r.rate_passed) {
+            *a += b;
+        }
         if self.invariant_error.is_none() {
             self.invariant_error = r.invariant_error;
         }
@@ -535,6 +543,7 @@ pub fn run_step(
     }
     r.events = k.exec.events;
     r.trace_lines = k.trace_lines;
+    r.rate_passed = k.stats.rate_passed;
     drop(k);
     // Task futures hold the world: drop them to free the step's machine.
     w.shutdown();
