@@ -19,8 +19,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context};
 use reclaimlab_kernel::machine::Machine;
@@ -28,14 +28,14 @@ use reclaimlab_kernel::params::Params;
 use reclaimlab_kernel::profile::{profile, KernelProfile};
 use reclaimlab_kernel::SimConfig;
 use reclaimlab_record::{Origin, RunMeta};
-use reclaimlab_workload::sim::{run_step, step_starts, stutterp_steps, StepSpec};
+use reclaimlab_workload::sim::{stutterp_steps, StepSpec};
 use reclaimlab_workload::spec::Spec;
 use reclaimlab_workload::stutterp::StutterpParams;
 
 use crate::sim_params::{
     apply_sets, dir_name, parse_sweeps, run_label, set_param, sweep_points, Settings,
 };
-use crate::sim_steps::{Assembly, Outcome, StepBuffer};
+use crate::sim_steps::{run_jobs, work_items, Job, Outcome};
 
 /// Arguments of `reclaimlab sim`.
 #[derive(clap::Args, Debug)]
@@ -112,71 +112,6 @@ fn record_machine(m: &Machine, hz: u64) -> reclaimlab_record::Machine {
             })
             .collect(),
     }
-}
-
-/// One simulation: a profile at one sweep point, fully planned.
-struct Job {
-    /// The run's name in the record and the report.
-    name: String,
-    cfg: SimConfig,
-    steps: Vec<StepSpec>,
-    meta: RunMeta,
-    dir: PathBuf,
-}
-
-impl Job {
-    fn total_s(&self) -> f64 {
-        self.steps.iter().map(|s| s.total_s()).sum()
-    }
-}
-
-/// A job for the thread pool: some steps of one run, simulated in order.
-struct Item {
-    run: usize,
-    steps: std::ops::Range<usize>,
-    /// Where the first starts on the run's time base.
-    base_ns: u64,
-    /// Simulated seconds.
-    len_s: f64,
-}
-
-/// Every step of every run as its own job (a run whose step starts are
-/// not known beforehand, see `step_starts`, is one job), heaviest first —
-/// simulated seconds times workers, a rough cost — so that the cores
-/// finish together.
-fn work_items(jobs: &[Job]) -> Vec<Item> {
-    let mut items: Vec<(f64, Item)> = Vec::new();
-    for (run, job) in jobs.iter().enumerate() {
-        let cost = |st: &StepSpec| {
-            let workers: u32 = st.workers.iter().map(|w| w.count).sum();
-            st.total_s() * f64::from(1 + workers)
-        };
-        match step_starts(&job.steps) {
-            Some(starts) => {
-                for (k, st) in job.steps.iter().enumerate() {
-                    let item = Item {
-                        run,
-                        steps: k..k + 1,
-                        base_ns: starts[k],
-                        len_s: st.total_s(),
-                    };
-                    items.push((cost(st), item));
-                }
-            }
-            None => {
-                let item = Item {
-                    run,
-                    steps: 0..job.steps.len(),
-                    base_ns: 0,
-                    len_s: job.total_s(),
-                };
-                items.push((job.steps.iter().map(cost).sum(), item));
-            }
-        }
-    }
-    // Stable: equal costs keep run and step order.
-    items.sort_by(|a, b| b.0.total_cmp(&a.0));
-    items.into_iter().map(|(_, it)| it).collect()
 }
 
 /// The error of a simulation stopped by a signal (its partial record is gone).
@@ -479,125 +414,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         jobs[0].steps.len(),
         items.len(),
     );
-    // One bar per worker thread, showing the step it works on, and one for all runs.
-    let bars = indicatif::MultiProgress::new();
-    if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
-        bars.set_draw_target(indicatif::ProgressDrawTarget::hidden());
-    }
-    let template = "[{bar:24}] {pos:>5}/{len:<5} sim s  {elapsed_precise} eta {eta:<4} {wide_msg}";
-    let style = indicatif::ProgressStyle::with_template(template)
-        .expect("valid template")
-        .progress_chars("=> ");
-    let total: u64 = items.iter().map(|it| it.len_s.ceil() as u64).sum();
-    let overall = if items.len() > 1 {
-        let pb = bars.add(indicatif::ProgressBar::new(total));
-        pb.set_style(style.clone());
-        pb.set_message(format!("all: 0/{} runs done", jobs.len()));
-        pb
-    } else {
-        indicatif::ProgressBar::hidden()
-    };
-    let worker_bars: Vec<indicatif::ProgressBar> = (0..threads)
-        .map(|_| {
-            let pb = bars.add(indicatif::ProgressBar::new(0));
-            pb.set_style(style.clone());
-            pb
-        })
-        .collect();
-    let assemblies: Vec<Mutex<Assembly>> = jobs
-        .iter()
-        .map(|j| {
-            Mutex::new(Assembly::new(
-                &j.name,
-                &j.dir,
-                j.meta.clone(),
-                j.steps.len(),
-            ))
-        })
-        .collect();
-    let next = AtomicUsize::new(0);
-    let done = AtomicUsize::new(0);
     let wall = std::time::Instant::now();
-    std::thread::scope(|s| {
-        for pb in &worker_bars {
-            let (jobs, items, overall, assemblies) = (&jobs, &items, &overall, &assemblies);
-            let (next, done) = (&next, &done);
-            let stop = &*signals.stop;
-            let check = args.check;
-            s.spawn(move || loop {
-                let n = next.fetch_add(1, Ordering::SeqCst);
-                if n >= items.len() || stop.load(Ordering::SeqCst) {
-                    pb.finish_and_clear();
-                    break;
-                }
-                let item = &items[n];
-                let (job, asm) = (&jobs[item.run], &assemblies[item.run]);
-                if !asm.lock().expect("no poisoned lock").start() {
-                    // Its record cannot be written, or a step of the run
-                    // failed: nothing to add to.
-                    overall.inc(item.len_s.ceil() as u64);
-                    continue;
-                }
-                let len = item.len_s.ceil() as u64;
-                pb.reset();
-                pb.set_length(len);
-                let mut shown = 0;
-                let mut base_ns = item.base_ns;
-                for k in item.steps.clone() {
-                    let st = &job.steps[k];
-                    pb.set_message(format!("{} step {}", job.name, st.step));
-                    let started = std::time::Instant::now();
-                    let mut buf = StepBuffer::new();
-                    let r = run_step(
-                        &job.cfg,
-                        st,
-                        base_ns,
-                        &mut buf,
-                        &mut |t| {
-                            let pos = ((t - item.base_ns as f64 / 1e9) as u64).min(len);
-                            if pos > shown {
-                                pb.set_position(pos);
-                                overall.inc(pos - shown);
-                                shown = pos;
-                            }
-                        },
-                        check,
-                        stop,
-                    );
-                    base_ns = r.end_ns;
-                    let interrupted = r.interrupted;
-                    let mut a = asm.lock().expect("no poisoned lock");
-                    a.wall_s += started.elapsed().as_secs_f64();
-                    let was_wanted = a.wanted();
-                    a.add(k, buf, r);
-                    if was_wanted && !a.wanted() {
-                        let n = done.fetch_add(1, Ordering::SeqCst) + 1;
-                        overall.set_message(format!("all: {n}/{} runs done", jobs.len()));
-                    }
-                    if interrupted || !a.wanted() {
-                        break;
-                    }
-                }
-                overall.inc(len.saturating_sub(shown));
-            });
-        }
-    });
-    let (results, walls): (Vec<Option<Outcome>>, Vec<f64>) = assemblies
-        .into_iter()
-        .map(|a| {
-            let mut a = a.into_inner().expect("no poisoned lock");
-            (a.outcome.take(), a.wall_s)
-        })
-        .unzip();
+    let (results, walls) = run_jobs(&jobs, &items, threads, args.check, &signals.stop);
     // Every writer is finished or dropped: a signal from now on may end the
     // process at once. Armed before looking at `stop`, so that no signal
     // goes unanswered.
     signals.exit_at_once();
     if signals.stop_requested() {
-        overall.abandon();
         return Ok(interrupted(&jobs, results, &out));
     }
-    overall.finish();
     let wall_s = wall.elapsed().as_secs_f64();
     let mut dirs = Vec::new();
     let mut failed = Vec::new();

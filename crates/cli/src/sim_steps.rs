@@ -13,11 +13,82 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 use anyhow::{bail, Context};
+use reclaimlab_kernel::SimConfig;
 use reclaimlab_record::writer::TRACE_GZIP_LEVEL;
 use reclaimlab_record::{GzMembers, RecordWriter, RunMeta};
-use reclaimlab_workload::sim::{Carry, RunSummary, Sink, StepResult};
+use reclaimlab_workload::sim::{
+    run_step, step_starts, Carry, RunSummary, Sink, StepResult, StepSpec,
+};
+
+/// One simulation: a profile at one sweep point, fully planned.
+pub struct Job {
+    /// The run's name in the record and the report.
+    pub name: String,
+    pub cfg: SimConfig,
+    pub steps: Vec<StepSpec>,
+    pub meta: RunMeta,
+    pub dir: PathBuf,
+}
+
+impl Job {
+    /// Simulated seconds of all its steps.
+    pub fn total_s(&self) -> f64 {
+        self.steps.iter().map(|s| s.total_s()).sum()
+    }
+}
+
+/// A job for the thread pool: some steps of one run, simulated in order.
+pub struct Item {
+    run: usize,
+    steps: std::ops::Range<usize>,
+    /// Where the first starts on the run's time base.
+    base_ns: u64,
+    /// Simulated seconds.
+    len_s: f64,
+}
+
+/// Every step of every run as its own job (a run whose step starts are
+/// not known beforehand, see `step_starts`, is one job), heaviest first —
+/// simulated seconds times workers, a rough cost — so that the cores
+/// finish together.
+pub fn work_items(jobs: &[Job]) -> Vec<Item> {
+    let mut items: Vec<(f64, Item)> = Vec::new();
+    for (run, job) in jobs.iter().enumerate() {
+        let cost = |st: &StepSpec| {
+            let workers: u32 = st.workers.iter().map(|w| w.count).sum();
+            st.total_s() * f64::from(1 + workers)
+        };
+        match step_starts(&job.steps) {
+            Some(starts) => {
+                for (k, st) in job.steps.iter().enumerate() {
+                    let item = Item {
+                        run,
+                        steps: k..k + 1,
+                        base_ns: starts[k],
+                        len_s: st.total_s(),
+                    };
+                    items.push((cost(st), item));
+                }
+            }
+            None => {
+                let item = Item {
+                    run,
+                    steps: 0..job.steps.len(),
+                    base_ns: 0,
+                    len_s: job.total_s(),
+                };
+                items.push((job.steps.iter().map(cost).sum(), item));
+            }
+        }
+    }
+    // Stable: equal costs keep run and step order.
+    items.sort_by(|a, b| b.0.total_cmp(&a.0));
+    items.into_iter().map(|(_, it)| it).collect()
+}
 
 /// What one simulation gave: its record's path and summary.
 pub type Outcome = anyhow::Result<(PathBuf, RunSummary)>;
@@ -296,6 +367,132 @@ pub fn rate_note(passed: &[u64; 4]) -> Option<String> {
         "policy.rate_priority let {total} reclaim_throttle sleep(s) through, not traced ({})",
         by.join(", ")
     ))
+}
+
+/// Runs `items` (from [`work_items`]) on `threads` worker threads, with a
+/// progress bar per thread and one for all, until done or `stop`. Returns
+/// each job's outcome (none if it never finished) and the seconds of one
+/// core its steps took.
+pub fn run_jobs(
+    jobs: &[Job],
+    items: &[Item],
+    threads: usize,
+    check: bool,
+    stop: &AtomicBool,
+) -> (Vec<Option<Outcome>>, Vec<f64>) {
+    // One bar per worker thread, showing the step it works on, and one for all runs.
+    let bars = indicatif::MultiProgress::new();
+    if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        bars.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    let template = "[{bar:24}] {pos:>5}/{len:<5} sim s  {elapsed_precise} eta {eta:<4} {wide_msg}";
+    let style = indicatif::ProgressStyle::with_template(template)
+        .expect("valid template")
+        .progress_chars("=> ");
+    let total: u64 = items.iter().map(|it| it.len_s.ceil() as u64).sum();
+    let overall = if items.len() > 1 {
+        let pb = bars.add(indicatif::ProgressBar::new(total));
+        pb.set_style(style.clone());
+        pb.set_message(format!("all: 0/{} runs done", jobs.len()));
+        pb
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let worker_bars: Vec<indicatif::ProgressBar> = (0..threads)
+        .map(|_| {
+            let pb = bars.add(indicatif::ProgressBar::new(0));
+            pb.set_style(style.clone());
+            pb
+        })
+        .collect();
+    let assemblies: Vec<Mutex<Assembly>> = jobs
+        .iter()
+        .map(|j| {
+            Mutex::new(Assembly::new(
+                &j.name,
+                &j.dir,
+                j.meta.clone(),
+                j.steps.len(),
+            ))
+        })
+        .collect();
+    let next = AtomicUsize::new(0);
+    let done = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for pb in &worker_bars {
+            let (overall, assemblies) = (&overall, &assemblies);
+            let (next, done) = (&next, &done);
+            s.spawn(move || loop {
+                let n = next.fetch_add(1, Ordering::SeqCst);
+                if n >= items.len() || stop.load(Ordering::SeqCst) {
+                    pb.finish_and_clear();
+                    break;
+                }
+                let item = &items[n];
+                let (job, asm) = (&jobs[item.run], &assemblies[item.run]);
+                if !asm.lock().expect("no poisoned lock").start() {
+                    // Its record cannot be written, or a step of the run
+                    // failed: nothing to add to.
+                    overall.inc(item.len_s.ceil() as u64);
+                    continue;
+                }
+                let len = item.len_s.ceil() as u64;
+                pb.reset();
+                pb.set_length(len);
+                let mut shown = 0;
+                let mut base_ns = item.base_ns;
+                for k in item.steps.clone() {
+                    let st = &job.steps[k];
+                    pb.set_message(format!("{} step {}", job.name, st.step));
+                    let started = std::time::Instant::now();
+                    let mut buf = StepBuffer::new();
+                    let r = run_step(
+                        &job.cfg,
+                        st,
+                        base_ns,
+                        &mut buf,
+                        &mut |t| {
+                            let pos = ((t - item.base_ns as f64 / 1e9) as u64).min(len);
+                            if pos > shown {
+                                pb.set_position(pos);
+                                overall.inc(pos - shown);
+                                shown = pos;
+                            }
+                        },
+                        check,
+                        stop,
+                    );
+                    base_ns = r.end_ns;
+                    let interrupted = r.interrupted;
+                    let mut a = asm.lock().expect("no poisoned lock");
+                    a.wall_s += started.elapsed().as_secs_f64();
+                    let was_wanted = a.wanted();
+                    a.add(k, buf, r);
+                    if was_wanted && !a.wanted() {
+                        let n = done.fetch_add(1, Ordering::SeqCst) + 1;
+                        overall.set_message(format!("all: {n}/{} runs done", jobs.len()));
+                    }
+                    if interrupted || !a.wanted() {
+                        break;
+                    }
+                }
+                overall.inc(len.saturating_sub(shown));
+            });
+        }
+    });
+    let (results, walls): (Vec<Option<Outcome>>, Vec<f64>) = assemblies
+        .into_iter()
+        .map(|a| {
+            let mut a = a.into_inner().expect("no poisoned lock");
+            (a.outcome.take(), a.wall_s)
+        })
+        .unzip();
+    if stop.load(Ordering::SeqCst) {
+        overall.abandon();
+    } else {
+        overall.finish();
+    }
+    (results, walls)
 }
 
 #[cfg(test)]
