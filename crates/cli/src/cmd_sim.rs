@@ -67,7 +67,8 @@ pub struct Args {
     /// baseline). Repeat `--sweep` for the cartesian product of several
     /// parameters. Values holding commas (`stutterp.workers`) are separated by
     /// `;` instead: `--sweep 'stutterp.workers=4,8;16'`. The runs share the
-    /// cores: at most one simulation per core at a time.
+    /// cores: every step of every run is a job of its own, at most one per
+    /// core at a time, heaviest first.
     #[arg(long = "sweep", value_name = "NAME=V1,V2,...")]
     pub sweep: Vec<String>,
     /// Random seed.
