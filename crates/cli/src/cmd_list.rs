@@ -48,6 +48,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                  \x20 --kernel v5.16-rc1 --sweep policy.noprogress=rc1,none   (the series as merged, without NOPROGRESS)\n\
                  \x20 --kernel v5.15 --set policy.too_many_isolated=throttle_isolated\n\
                  \x20 --kernel v5.16 --set policy.noprogress=backoff --set throttle.noprogress.timeout_us=500000   (reclaimlab's own)\n\
+                 \x20 --kernel v5.16-rc1 --sweep policy.rate_priority=off,gross,net   (reclaimlab's own: who may skip a sleep, by allocation rate)\n\
                  `reclaimlab list params` shows every policy.* setting and the values it takes."
             );
         }
