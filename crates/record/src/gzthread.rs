@@ -33,6 +33,16 @@ const IN_FLIGHT: usize = 4;
 /// Compressor threads at most.
 const MAX_WORKERS: usize = 4;
 
+/// Moves bytes from the front of `data` into `buf` up to a member's worth;
+/// true if `buf` is then full (the caller compresses it and calls again).
+#[inline]
+fn fill_member(buf: &mut Vec<u8>, data: &mut &[u8]) -> bool {
+    let take = (MEMBER - buf.len()).min(data.len());
+    buf.extend_from_slice(&data[..take]);
+    *data = &data[take..];
+    buf.len() == MEMBER
+}
+
 /// Compresses one chunk into a complete gzip member (no name, mtime 0).
 fn member(data: &[u8], level: u32) -> io::Result<Vec<u8>> {
     let mut enc = GzBuilder::new().mtime(0).write(
@@ -79,13 +89,9 @@ impl GzMembers {
     /// Appends text (whole lines).
     pub fn push(&mut self, mut data: &[u8]) -> io::Result<()> {
         self.lines += memchr::memchr_iter(b'\n', data).count() as u64;
-        while self.buf.len() + data.len() >= MEMBER {
-            let take = MEMBER - self.buf.len();
-            self.buf.extend_from_slice(&data[..take]);
-            data = &data[take..];
+        while fill_member(&mut self.buf, &mut data) {
             self.cut()?;
         }
-        self.buf.extend_from_slice(data);
         Ok(())
     }
 
@@ -252,13 +258,9 @@ impl Write for GzThread {
     #[inline]
     fn write(&mut self, mut data: &[u8]) -> io::Result<usize> {
         let len = data.len();
-        while self.buf.len() + data.len() >= MEMBER {
-            let take = MEMBER - self.buf.len();
-            self.buf.extend_from_slice(&data[..take]);
-            data = &data[take..];
+        while fill_member(&mut self.buf, &mut data) {
             self.send()?;
         }
-        self.buf.extend_from_slice(data);
         Ok(len)
     }
 
