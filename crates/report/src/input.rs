@@ -37,6 +37,23 @@ pub struct RunMeta {
     /// What shaped the run, as `(name, value)`: `kernel`, `machine`, `seed`,
     /// then every parameter of `run.json`, keys sorted.
     pub settings: Vec<(String, String)>,
+    /// CPU seconds by task class (`kswapd`, `memory-hog`, `kworker`, …):
+    /// `(class, user, system)`, summed over the run's tasks and steps.
+    pub task_cpu: Vec<(String, f64, f64)>,
+}
+
+/// The class of a task for [`RunMeta::task_cpu`]: its `comm` without a
+/// per-instance suffix — `kswapd0` is `kswapd`, `kworker/u4:0+flush-8:0`
+/// is `kworker`, `irq/sda` is `irq`.
+pub fn task_class(comm: &str) -> &str {
+    let base = comm.split('/').next().unwrap_or(comm);
+    if base.len() < comm.len() {
+        return base;
+    }
+    match comm.strip_prefix("kswapd") {
+        Some(n) if n.chars().all(|c| c.is_ascii_digit()) => "kswapd",
+        _ => comm,
+    }
 }
 
 /// One latency sample (`latency.csv`).

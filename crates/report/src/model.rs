@@ -202,6 +202,9 @@ pub struct RunReport {
     pub scan_counters: String,
     /// Whole-run durations.
     pub duration: Duration,
+    /// CPU seconds by task class, `(class, user, system)`, classes sorted
+    /// (empty when the record has no per-task times).
+    pub task_cpu: Vec<(String, f64, f64)>,
     /// The Ops table.
     pub ops: Ops,
     /// Whole-run counter deltas.
@@ -395,6 +398,7 @@ pub fn build_report(runs: &[RunInput], opts: Options) -> Report {
             reclaim_scope: run.meta.reclaim_scope.clone(),
             scan_counters: scan_counters.into(),
             duration: run.meta.duration,
+            task_cpu: run.meta.task_cpu.clone(),
             ops,
             vmstat_delta: run.vmstat_delta.clone(),
             latency: OrderedMap(latency),

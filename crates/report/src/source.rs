@@ -11,6 +11,7 @@
 //! This is the only file that uses `reclaimlab_record`: `Record::open` reads
 //! and validates the record, the trace is streamed with its line parser (`parse_trace_line`).
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -100,6 +101,17 @@ pub fn load_run(dir: &Path) -> Result<RunInput, LoadError> {
         .into_iter()
         .chain(m.params.iter().map(|(k, v)| (k.clone(), v.clone())))
         .collect(),
+        task_cpu: {
+            let mut by: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
+            for t in &m.tasks {
+                let e = by.entry(crate::input::task_class(&t.comm)).or_default();
+                e.0 += t.user_s;
+                e.1 += t.system_s;
+            }
+            by.into_iter()
+                .map(|(c, (u, s))| (c.to_string(), u, s))
+                .collect()
+        },
     };
     let vm = rec.vmstat();
     let vmstat_delta = vm

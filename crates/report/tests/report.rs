@@ -463,3 +463,41 @@ fn runs_of_one_name_are_told_apart_by_their_folders() {
     assert!(r.notes.iter().any(|n| n.contains("same name")));
     std::fs::remove_dir_all(&tmp).ok();
 }
+
+#[test]
+fn cpu_by_task_class_sums_the_records_tasks() {
+    // kswapd0 and kswapd1 are one class, kworkers another; user and
+    // system rows appear only where some run spent time.
+    let tmp = std::env::temp_dir().join(format!("reclaimlab-taskcpu-{}", std::process::id()));
+    let dir = copy_fixture("base", &tmp);
+    let meta = dir.join("run.json");
+    let mut j: serde_json::Value = serde_json::from_slice(&std::fs::read(&meta).unwrap()).unwrap();
+    j["tasks"] = serde_json::json!([
+        { "comm": "kswapd0", "pid": 10, "step": 4, "user_s": 0.0, "system_s": 1.5 },
+        { "comm": "kswapd1", "pid": 11, "step": 4, "user_s": 0.0, "system_s": 2.0 },
+        { "comm": "kworker/u4:0+flush-8:0", "pid": 12, "user_s": 0.0, "system_s": 0.25 },
+        { "comm": "memory-hog", "pid": 13, "step": 4, "user_s": 10.0, "system_s": 4.0 },
+        { "comm": "memory-hog", "pid": 14, "step": 8, "user_s": 5.0, "system_s": 1.0 }
+    ]);
+    std::fs::write(&meta, serde_json::to_vec(&j).unwrap()).unwrap();
+    let r = report_from_dirs(&[&dir], Options::default()).unwrap();
+    assert_eq!(
+        r.runs[0].task_cpu,
+        [
+            ("kswapd".to_string(), 0.0, 3.5),
+            ("kworker".to_string(), 0.0, 0.25),
+            ("memory-hog".to_string(), 15.0, 5.0),
+        ]
+    );
+    let t = render_text(&r);
+    assert!(t.contains("CPU kswapd System"), "{t}");
+    assert!(t.contains("CPU memory-hog User"), "{t}");
+    assert!(!t.contains("CPU kswapd User"), "a row of zeros: {t}");
+    assert!(String::from_utf8(render_json(&r))
+        .unwrap()
+        .contains("\"task_cpu\""));
+    // A record without per-task times has no CPU table.
+    let t = render_text(&base_new());
+    assert!(!t.contains("CPU "), "{t}");
+    std::fs::remove_dir_all(&tmp).ok();
+}

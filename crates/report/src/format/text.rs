@@ -235,6 +235,54 @@ fn duration_table(out: &mut String, report: &Report) {
     plain_table(out, "Duration", &rows, &names, (0, FIELD));
 }
 
+/// CPU seconds by task class (kswapd, the workers, kworkers), user and
+/// system rows, in the Duration table's layout: who paid for reclaim.
+/// Nothing when no run recorded per-task times.
+fn task_cpu_table(out: &mut String, report: &Report) {
+    let mut classes: Vec<&str> = Vec::new();
+    for r in &report.runs {
+        for (c, _, _) in &r.task_cpu {
+            if !classes.contains(&c.as_str()) {
+                classes.push(c);
+            }
+        }
+    }
+    if classes.is_empty() {
+        return;
+    }
+    classes.sort_unstable();
+    let names: Vec<&str> = report.runs.iter().map(|r| r.name.as_str()).collect();
+    let mut rows = Vec::new();
+    for c in classes {
+        let of = |r: &crate::model::RunReport| -> (f64, f64) {
+            let t = r.task_cpu.iter().find(|t| t.0 == c);
+            t.map_or((0.0, 0.0), |t| (t.1, t.2))
+        };
+        for (what, pick) in [("User", 0), ("System", 1)] {
+            let vals: Vec<f64> = report
+                .runs
+                .iter()
+                .map(|r| {
+                    let (u, s) = of(r);
+                    if pick == 0 {
+                        u
+                    } else {
+                        s
+                    }
+                })
+                .collect();
+            if vals.iter().any(|v| *v > 0.0) {
+                rows.push((format!("{c} {what}"), vals));
+            }
+        }
+    }
+    if rows.is_empty() {
+        return;
+    }
+    plain_table(out, "CPU", &rows, &names, (0, FIELD));
+    out.push('\n');
+}
+
 fn ops_table(out: &mut String, report: &Report) {
     let names: Vec<&str> = report.runs.iter().map(|r| r.name.as_str()).collect();
     let mut rows: Vec<(String, Vec<f64>)> = Vec::new();
@@ -436,6 +484,7 @@ pub fn render_text(report: &Report) -> String {
     }
     duration_table(&mut out, report);
     out.push('\n');
+    task_cpu_table(&mut out, report);
     ops_table(&mut out, report);
     out.push('\n');
     scope_lines(&mut out, report);
