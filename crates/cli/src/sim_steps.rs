@@ -335,6 +335,8 @@ impl Assembly {
                 step: Some(t.step),
                 user_s: t.user_s,
                 system_s: t.system_s,
+                pages_allocated: Some(t.pages.0),
+                pages_freed: Some(t.pages.1),
             })
             .collect();
         let path = w

@@ -1082,6 +1082,7 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
                     step: Some(t),
                     user_s: u,
                     system_s: s,
+                    ..TaskTime::default()
                 });
             }
         }

@@ -219,6 +219,13 @@ pub struct TaskTime {
     pub user_s: f64,
     /// System CPU seconds.
     pub system_s: f64,
+    /// Pages the task allocated (simulated runs; absent when unknown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pages_allocated: Option<u64>,
+    /// Pages the task freed: its `munmap` and what its own reclaim freed
+    /// (simulated runs; absent when unknown).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pages_freed: Option<u64>,
 }
 
 /// The contents of `run.json`. See `docs/run-record.md` for each key.

@@ -37,9 +37,24 @@ pub struct RunMeta {
     /// What shaped the run, as `(name, value)`: `kernel`, `machine`, `seed`,
     /// then every parameter of `run.json`, keys sorted.
     pub settings: Vec<(String, String)>,
-    /// CPU seconds by task class (`kswapd`, `memory-hog`, `kworker`, …):
-    /// `(class, user, system)`, summed over the run's tasks and steps.
-    pub task_cpu: Vec<(String, f64, f64)>,
+    /// CPU seconds and pages by task class (`kswapd`, `memory-hog`,
+    /// `kworker`, …), summed over the run's tasks and steps, classes sorted.
+    pub task_cpu: Vec<TaskUse>,
+}
+
+/// What the tasks of one class used over a run.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct TaskUse {
+    /// The class ([`task_class`]).
+    pub class: String,
+    /// User CPU seconds.
+    pub user_s: f64,
+    /// System CPU seconds.
+    pub system_s: f64,
+    /// Pages allocated, if the record says (simulated runs).
+    pub pages_allocated: Option<u64>,
+    /// Pages freed (their `munmap` and their own reclaim), if the record says.
+    pub pages_freed: Option<u64>,
 }
 
 /// The class of a task for [`RunMeta::task_cpu`]: its `comm` without a

@@ -32,7 +32,7 @@ use std::path::Path;
 pub use format::html::render_html;
 pub use format::json::render_json;
 pub use format::text::render_text;
-pub use input::{LatencySample, RunInput, RunMeta, TraceStatus, VmstatPoint};
+pub use input::{LatencySample, RunInput, RunMeta, TaskUse, TraceStatus, VmstatPoint};
 pub use model::{build_report, Options, Report, RunReport, Significance, SCHEMA};
 pub use source::{load_run, LoadError};
 

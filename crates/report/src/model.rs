@@ -202,9 +202,9 @@ pub struct RunReport {
     pub scan_counters: String,
     /// Whole-run durations.
     pub duration: Duration,
-    /// CPU seconds by task class, `(class, user, system)`, classes sorted
-    /// (empty when the record has no per-task times).
-    pub task_cpu: Vec<(String, f64, f64)>,
+    /// CPU seconds and pages by task class, classes sorted (empty when the
+    /// record has no per-task times).
+    pub task_cpu: Vec<crate::input::TaskUse>,
     /// The Ops table.
     pub ops: Ops,
     /// Whole-run counter deltas.

@@ -22,7 +22,7 @@ use std::sync::mpsc;
 use flate2::read::MultiGzDecoder;
 use reclaimlab_record::{parse_trace_line, ParseError, Record, RecordError};
 
-use crate::input::{LatencySample, RunInput, RunMeta, TraceStatus, VmstatPoint};
+use crate::input::{LatencySample, RunInput, RunMeta, TaskUse, TraceStatus, VmstatPoint};
 use crate::ops::Duration;
 use crate::stalls::StallAggregator;
 
@@ -102,15 +102,24 @@ pub fn load_run(dir: &Path) -> Result<RunInput, LoadError> {
         .chain(m.params.iter().map(|(k, v)| (k.clone(), v.clone())))
         .collect(),
         task_cpu: {
-            let mut by: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
+            let mut by: BTreeMap<&str, TaskUse> = BTreeMap::new();
             for t in &m.tasks {
-                let e = by.entry(crate::input::task_class(&t.comm)).or_default();
-                e.0 += t.user_s;
-                e.1 += t.system_s;
+                let class = crate::input::task_class(&t.comm);
+                let e = by.entry(class).or_insert_with(|| TaskUse {
+                    class: class.to_string(),
+                    ..TaskUse::default()
+                });
+                e.user_s += t.user_s;
+                e.system_s += t.system_s;
+                let add = |sum: &mut Option<u64>, v: Option<u64>| {
+                    if let Some(v) = v {
+                        *sum = Some(sum.unwrap_or(0) + v);
+                    }
+                };
+                add(&mut e.pages_allocated, t.pages_allocated);
+                add(&mut e.pages_freed, t.pages_freed);
             }
-            by.into_iter()
-                .map(|(c, (u, s))| (c.to_string(), u, s))
-                .collect()
+            by.into_values().collect()
         },
     };
     let vm = rec.vmstat();

@@ -476,28 +476,37 @@ fn cpu_by_task_class_sums_the_records_tasks() {
         { "comm": "kswapd0", "pid": 10, "step": 4, "user_s": 0.0, "system_s": 1.5 },
         { "comm": "kswapd1", "pid": 11, "step": 4, "user_s": 0.0, "system_s": 2.0 },
         { "comm": "kworker/u4:0+flush-8:0", "pid": 12, "user_s": 0.0, "system_s": 0.25 },
-        { "comm": "memory-hog", "pid": 13, "step": 4, "user_s": 10.0, "system_s": 4.0 },
-        { "comm": "memory-hog", "pid": 14, "step": 8, "user_s": 5.0, "system_s": 1.0 }
+        { "comm": "memory-hog", "pid": 13, "step": 4, "user_s": 10.0, "system_s": 4.0,
+          "pages_allocated": 1000, "pages_freed": 10 },
+        { "comm": "memory-hog", "pid": 14, "step": 8, "user_s": 5.0, "system_s": 1.0,
+          "pages_allocated": 2000, "pages_freed": 0 }
     ]);
     std::fs::write(&meta, serde_json::to_vec(&j).unwrap()).unwrap();
     let r = report_from_dirs(&[&dir], Options::default()).unwrap();
+    let got: Vec<(&str, f64, f64, Option<u64>)> = r.runs[0]
+        .task_cpu
+        .iter()
+        .map(|t| (t.class.as_str(), t.user_s, t.system_s, t.pages_allocated))
+        .collect();
     assert_eq!(
-        r.runs[0].task_cpu,
+        got,
         [
-            ("kswapd".to_string(), 0.0, 3.5),
-            ("kworker".to_string(), 0.0, 0.25),
-            ("memory-hog".to_string(), 15.0, 5.0),
+            ("kswapd", 0.0, 3.5, None),
+            ("kworker", 0.0, 0.25, None),
+            ("memory-hog", 15.0, 5.0, Some(3000)),
         ]
     );
     let t = render_text(&r);
     assert!(t.contains("CPU kswapd System"), "{t}");
     assert!(t.contains("CPU memory-hog User"), "{t}");
     assert!(!t.contains("CPU kswapd User"), "a row of zeros: {t}");
+    assert!(t.contains("Pages memory-hog allocated"), "{t}");
+    assert!(!t.contains("Pages kswapd"), "no page counts recorded: {t}");
     assert!(String::from_utf8(render_json(&r))
         .unwrap()
         .contains("\"task_cpu\""));
     // A record without per-task times has no CPU table.
     let t = render_text(&base_new());
-    assert!(!t.contains("CPU "), "{t}");
+    assert!(!t.contains("CPU ") && !t.contains("Pages "), "{t}");
     std::fs::remove_dir_all(&tmp).ok();
 }

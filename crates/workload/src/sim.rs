@@ -74,6 +74,8 @@ pub struct TaskCpu {
     pub user_s: f64,
     /// System seconds.
     pub system_s: f64,
+    /// Pages it allocated and pages it freed (see `reclaimlab_kernel::rate`).
+    pub pages: (u64, u64),
     /// Kernel thread.
     pub kthread: bool,
 }
@@ -538,6 +540,7 @@ pub fn run_step(
             step: st.step,
             user_s: u,
             system_s: s,
+            pages: (task.rate.alloc, task.rate.freed),
             kthread,
         });
     }

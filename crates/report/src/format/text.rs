@@ -236,51 +236,61 @@ fn duration_table(out: &mut String, report: &Report) {
 }
 
 /// CPU seconds by task class (kswapd, the workers, kworkers), user and
-/// system rows, in the Duration table's layout: who paid for reclaim.
-/// Nothing when no run recorded per-task times.
+/// system rows, in the Duration table's layout: who paid for reclaim. Then,
+/// where the records count them (simulated runs), the pages each class
+/// allocated and freed: who took memory. Nothing when no run recorded
+/// per-task times.
 fn task_cpu_table(out: &mut String, report: &Report) {
     let mut classes: Vec<&str> = Vec::new();
     for r in &report.runs {
-        for (c, _, _) in &r.task_cpu {
-            if !classes.contains(&c.as_str()) {
-                classes.push(c);
+        for t in &r.task_cpu {
+            if !classes.contains(&t.class.as_str()) {
+                classes.push(&t.class);
             }
         }
-    }
-    if classes.is_empty() {
-        return;
     }
     classes.sort_unstable();
     let names: Vec<&str> = report.runs.iter().map(|r| r.name.as_str()).collect();
-    let mut rows = Vec::new();
-    for c in classes {
-        let of = |r: &crate::model::RunReport| -> (f64, f64) {
-            let t = r.task_cpu.iter().find(|t| t.0 == c);
-            t.map_or((0.0, 0.0), |t| (t.1, t.2))
-        };
-        for (what, pick) in [("User", 0), ("System", 1)] {
-            let vals: Vec<f64> = report
-                .runs
-                .iter()
-                .map(|r| {
-                    let (u, s) = of(r);
-                    if pick == 0 {
-                        u
-                    } else {
-                        s
-                    }
-                })
-                .collect();
-            if vals.iter().any(|v| *v > 0.0) {
-                rows.push((format!("{c} {what}"), vals));
+    type Pick = fn(&crate::input::TaskUse) -> Option<f64>;
+    let table = |out: &mut String, prefix: &str, width: usize, what: &[(&str, Pick)]| {
+        let mut rows = Vec::new();
+        for c in &classes {
+            for (label, pick) in what {
+                let vals: Vec<Option<f64>> = report
+                    .runs
+                    .iter()
+                    .map(|r| r.task_cpu.iter().find(|t| t.class == *c).and_then(pick))
+                    .collect();
+                if vals.iter().any(|v| v.is_some_and(|v| v > 0.0)) {
+                    let vals = vals.into_iter().map(|v| v.unwrap_or(0.0)).collect();
+                    rows.push((format!("{c} {label}"), vals));
+                }
             }
         }
-    }
-    if rows.is_empty() {
-        return;
-    }
-    plain_table(out, "CPU", &rows, &names, (0, FIELD));
-    out.push('\n');
+        if !rows.is_empty() {
+            plain_table(out, prefix, &rows, &names, (0, width));
+            out.push('\n');
+        }
+    };
+    table(
+        out,
+        "CPU",
+        FIELD,
+        &[
+            ("User", |t| Some(t.user_s)),
+            ("System", |t| Some(t.system_s)),
+        ],
+    );
+    // Page counts run to hundreds of millions: the Ops table's columns.
+    table(
+        out,
+        "Pages",
+        OPS_FIELD,
+        &[
+            ("allocated", |t| t.pages_allocated.map(|p| p as f64)),
+            ("freed", |t| t.pages_freed.map(|p| p as f64)),
+        ],
+    );
 }
 
 fn ops_table(out: &mut String, report: &Report) {
