@@ -35,7 +35,7 @@ use reclaimlab_workload::stutterp::StutterpParams;
 use crate::sim_params::{
     apply_sets, dir_name, parse_sweeps, run_label, set_param, sweep_points, Settings,
 };
-use crate::sim_steps::{run_jobs, work_items, Job, Outcome};
+use crate::sim_steps::{run_jobs, work_items, Interrupted, Job, Outcome};
 
 /// Arguments of `reclaimlab sim`.
 #[derive(clap::Args, Debug)]
@@ -114,18 +114,6 @@ fn record_machine(m: &Machine, hz: u64) -> reclaimlab_record::Machine {
             .collect(),
     }
 }
-
-/// The error of a simulation stopped by a signal (its partial record is gone).
-#[derive(Debug)]
-pub(crate) struct Interrupted;
-
-impl std::fmt::Display for Interrupted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("interrupted")
-    }
-}
-
-impl std::error::Error for Interrupted {}
 
 /// How `sim` reacts to SIGINT, SIGTERM and SIGHUP: the first signal sets
 /// `stop`, which the simulations poll; a signal once `exit_now` is set (by a

@@ -90,6 +90,18 @@ pub fn work_items(jobs: &[Job]) -> Vec<Item> {
     items.into_iter().map(|(_, it)| it).collect()
 }
 
+/// The error of a simulation stopped by a signal (its partial record is gone).
+#[derive(Debug)]
+pub struct Interrupted;
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("interrupted")
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
 /// What one simulation gave: its record's path and summary.
 pub type Outcome = anyhow::Result<(PathBuf, RunSummary)>;
 
@@ -263,7 +275,7 @@ impl Assembly {
 
     fn write_step(&mut self, buf: StepBuffer, r: StepResult) -> anyhow::Result<()> {
         if r.interrupted {
-            bail!(crate::cmd_sim::Interrupted);
+            bail!(Interrupted);
         }
         if let Some(e) = buf.err {
             return Err(e).context("compressing the trace");
@@ -432,13 +444,13 @@ pub fn run_jobs(
                 }
                 let item = &items[n];
                 let (job, asm) = (&jobs[item.run], &assemblies[item.run]);
+                let len = item.len_s.ceil() as u64;
                 if !asm.lock().expect("no poisoned lock").start() {
                     // Its record cannot be written, or a step of the run
                     // failed: nothing to add to.
-                    overall.inc(item.len_s.ceil() as u64);
+                    overall.inc(len);
                     continue;
                 }
-                let len = item.len_s.ceil() as u64;
                 pb.reset();
                 pb.set_length(len);
                 let mut shown = 0;

@@ -137,8 +137,7 @@ impl Kernel {
             .tasks
             .iter()
             .filter(|t| t.kind == TaskKind::User && !t.exited)
-            .count()
-            .max(1) as u64;
+            .count() as u64;
         let reclaim = self.reclaim_rate.last;
         let t = self.current_mut();
         t.rate.roll(now, window);

@@ -353,13 +353,10 @@ pub struct StepResult {
     pub start_ns: u64,
     /// End (its last sample).
     pub end_ns: u64,
-    /// Per-task CPU.
+    /// Per-task CPU (the run's user and system seconds are summed from
+    /// these, see [`RunSummary::add_step`]).
     pub tasks: Vec<TaskCpu>,
     /// As in [`RunSummary`], this step's part.
-    pub user_s: f64,
-    /// As in [`RunSummary`].
-    pub system_s: f64,
-    /// As in [`RunSummary`].
     pub lru_lock_spin_s: f64,
     /// As in [`RunSummary`].
     pub events: u64,
@@ -412,11 +409,7 @@ pub fn step_starts(steps: &[StepSpec]) -> Option<Vec<u64>> {
     let mut out = Vec::with_capacity(steps.len());
     for (i, st) in steps.iter().enumerate() {
         out.push(base);
-        let finite = st
-            .workers
-            .iter()
-            .any(|s| s.kind == WorkerKind::MmapFileReader && s.passes > 0);
-        if finite && i + 1 < steps.len() {
+        if st.workers.iter().any(WorkerSpec::is_finite) && i + 1 < steps.len() {
             return None;
         }
         // As `run_step` computes its end.
@@ -452,7 +445,7 @@ pub fn run_step(
     let finite: u32 = st
         .workers
         .iter()
-        .filter(|s| s.kind == WorkerKind::MmapFileReader && s.passes > 0)
+        .filter(|s| s.is_finite())
         .map(|s| s.count)
         .sum();
     let mut nr = 0;
@@ -529,10 +522,6 @@ pub fn run_step(
             (task.user_ns + task.cpu_debt_user) as f64 / NS,
             (task.sys_ns + task.cpu_debt_sys) as f64 / NS,
         );
-        if !kthread {
-            r.user_s += u;
-            r.system_s += s;
-        }
         r.lru_lock_spin_s += task.lru_lock_spin_ns as f64 / NS;
         r.tasks.push(TaskCpu {
             comm: task.comm.clone(),

@@ -153,6 +153,12 @@ impl WorkerSpec {
             shared: true,
         }
     }
+    /// Whether its processes end on their own (`passes` of an
+    /// mmap-file-reader), ending the step once all such are done.
+    pub fn is_finite(&self) -> bool {
+        self.kind == WorkerKind::MmapFileReader && self.passes > 0
+    }
+
     /// Whether it starts with the warmup: writers do by default.
     pub fn starts_in_warmup(&self) -> bool {
         self.in_warmup
