@@ -15,7 +15,7 @@ impl Kernel {
         let mut seen = vec![0u8; total];
         let mut free = 0usize;
         for (nid, node) in self.nodes.iter().enumerate() {
-            for &pfn in &node.free {
+            for pfn in node.free.iter() {
                 let p = self.frames.get(pfn);
                 if p.flags != pg::BUDDY {
                     return Err(format!("free pfn {pfn} has flags {:#x}", p.flags));

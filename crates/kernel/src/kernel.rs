@@ -6,6 +6,7 @@ use crate::engine::{Exec, TaskId, TaskSched, WaitQueue, PID_BASE};
 use crate::machine::Machine;
 use crate::mm::anon::AnonMapping;
 use crate::mm::filemap::File;
+use crate::mm::free_list::FreeList;
 use crate::mm::page::Frames;
 use crate::mm::swap::SwapInfo;
 use crate::mm::{zone_watermarks, Lruvec, Pgdat};
@@ -162,9 +163,7 @@ impl Kernel {
             } else {
                 start + per_node
             };
-            let mut free: Vec<u32> = (start as u32..end as u32).collect();
-            // Allocate from low pfns first: pop() takes from the end.
-            free.reverse();
+            let free = FreeList::new(start as u32, end as u32);
             let managed = (end - start) as u64;
             let wmark = zone_watermarks(
                 params.min_free_kbytes,

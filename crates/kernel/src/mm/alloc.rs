@@ -79,8 +79,8 @@ impl Kernel {
         let pfn = free.pop().expect("free list not empty");
         // The frame of the allocation four on starts loading now, so the
         // misses of a run of faults overlap (a hint; see mm/lru_list.rs).
-        if let Some(i) = free.len().checked_sub(4) {
-            crate::mm::lru_list::prefetch(&self.frames, free[i]);
+        if let Some(next) = free.peek(3) {
+            crate::mm::lru_list::prefetch(&self.frames, next);
         }
         let p = self.frames.get_mut(pfn);
         debug_assert!(p.test(pg::BUDDY));

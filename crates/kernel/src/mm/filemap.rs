@@ -11,7 +11,7 @@
 
 use super::alloc::{alloc_page, Gfp};
 use super::page::{pg, Pfn};
-use super::slots::Slots;
+use super::slots::SparseSlots;
 use super::swap::{SHADOW, SLOT_EMPTY};
 use super::{NodeStat, WMARK_LOW};
 use crate::block::{submit_bio, ReqKind};
@@ -30,7 +30,7 @@ pub struct File {
     /// Size in pages.
     pub size: u32,
     /// Page cache: pfn, shadow (tagged [`SHADOW`]) or [`SLOT_EMPTY`].
-    pub cache: Slots,
+    pub cache: SparseSlots,
     /// Dirty pages (`PAGECACHE_TAG_DIRTY` count).
     pub nr_dirty: u64,
     /// Pages under writeback (`PAGECACHE_TAG_WRITEBACK` count): when it
@@ -82,7 +82,7 @@ impl Kernel {
             dev,
             pos,
             size: pages,
-            cache: Slots::new(pages as usize),
+            cache: SparseSlots::new(pages as usize),
             nr_dirty: 0,
             nr_writeback: 0,
             dirty_tag: vec![0; (pages as usize).div_ceil(64)],

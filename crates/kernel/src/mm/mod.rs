@@ -8,6 +8,7 @@
 pub mod alloc;
 pub mod anon;
 pub mod filemap;
+pub mod free_list;
 pub mod lru;
 pub mod lru_list;
 pub mod page;
@@ -85,7 +86,7 @@ pub struct Pgdat {
     /// Node id.
     pub nid: u32,
     /// Free frames (the buddy free lists, order 0).
-    pub free: Vec<u32>,
+    pub free: free_list::FreeList,
     /// `zone_managed_pages`.
     pub managed: u64,
     /// `_watermark[]`: min, low, high.
