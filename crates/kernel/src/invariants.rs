@@ -20,10 +20,10 @@ impl Kernel {
                 if p.flags != pg::BUDDY {
                     return Err(format!("free pfn {pfn} has flags {:#x}", p.flags));
                 }
-                if p.nid as usize != nid {
+                if self.frames.nid(pfn) != nid {
                     return Err(format!(
                         "free pfn {pfn} on node {nid}'s list belongs to node {}",
-                        p.nid
+                        self.frames.nid(pfn)
                     ));
                 }
                 seen[pfn as usize] += 1;
@@ -47,7 +47,7 @@ impl Kernel {
                         }
                         if Lru::of(p.flags) as usize != li
                             || p.memcg as usize != m
-                            || p.nid as usize != nid
+                            || self.frames.nid(cur) != nid
                         {
                             return Err(format!(
                                 "pfn {cur} (flags {:#x}) on the wrong list {li}",

@@ -153,18 +153,12 @@ impl Kernel {
     pub fn new(machine: Machine, profile: KernelProfile, params: Params, seed: u64) -> Kernel {
         let nr_pages = machine.pages() as usize;
         let nr_nodes = machine.nodes as usize;
-        let per_node = nr_pages / nr_nodes;
-        let frames = Frames::new(nr_pages, |pfn| ((pfn / per_node).min(nr_nodes - 1)) as u16);
+        let frames = Frames::new(nr_pages, nr_nodes);
         let mut nodes = Vec::with_capacity(nr_nodes);
         for nid in 0..nr_nodes {
-            let start = nid * per_node;
-            let end = if nid + 1 == nr_nodes {
-                nr_pages
-            } else {
-                start + per_node
-            };
-            let free = FreeList::new(start as u32, end as u32);
-            let managed = (end - start) as u64;
+            let range = frames.node_range(nid);
+            let free = FreeList::new(range.start, range.end);
+            let managed = u64::from(range.end - range.start);
             let wmark = zone_watermarks(
                 params.min_free_kbytes,
                 params.watermark_scale_factor,

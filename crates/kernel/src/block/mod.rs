@@ -344,10 +344,10 @@ impl Kernel {
             ReqKind::FileRead | ReqKind::SwapIn => {
                 // folio_end_read(): uptodate, unlock, wake the lock's waiters.
                 for &pfn in &rq.pages {
+                    let nid = self.frames.nid(pfn);
                     let p = self.frames.get_mut(pfn);
                     p.set(crate::mm::page::pg::UPTODATE);
                     p.clear(crate::mm::page::pg::LOCKED);
-                    let nid = p.nid as usize;
                     if self.nodes[nid].page_wait.active() {
                         let mut wq = std::mem::take(&mut self.nodes[nid].page_wait);
                         self.exec.wake_up_all(&mut wq);

@@ -15,7 +15,7 @@
 //! ever written counts as dirty when `try_to_unmap` unmaps it.
 
 use super::alloc::{alloc_page, Gfp};
-use super::page::{pg, Pfn};
+use super::page::{pg, PageFlags, Pfn};
 use super::slots::Slots;
 use super::swap::{SHADOW, SLOT_EMPTY};
 use super::NodeStat;
@@ -150,9 +150,10 @@ impl Kernel {
     /// reclaim or I/O holds a reference. Its LRU list is left for
     /// [`Kernel::munmap`] to settle.
     fn orphan_or_free(&mut self, pfn: Pfn, mapped: bool) {
+        let nid = self.frames.nid(pfn);
         let p = *self.frames.get(pfn);
         if mapped {
-            self.nodes[p.nid as usize].mod_state(NodeStat::NrAnonPages, -1);
+            self.nodes[nid].mod_state(NodeStat::NrAnonPages, -1);
         }
         if p.test(pg::ISOLATED | pg::WRITEBACK | pg::LOCKED) {
             self.frames.get_mut(pfn).owner = ORPHAN;
@@ -201,7 +202,7 @@ impl Kernel {
             if m.written {
                 self.frames.get_mut(pfn).set(pg::DIRTY);
             }
-            let nid = self.frames.get(pfn).nid as usize;
+            let nid = self.frames.nid(pfn);
             self.nodes[nid].mod_state(NodeStat::NrAnonPages, -1);
         }
     }
@@ -385,19 +386,26 @@ async fn do_anonymous_page(w: &World, id: u32, index: u32) -> Access {
 impl Kernel {
     /// Installs `pfn` at `index` of mapping `id` with `flags`, young, and
     /// puts it on the LRU its flags select.
-    fn map_new_anon(&mut self, id: u32, index: u32, pfn: Pfn, flags: u32) {
+    fn map_new_anon(&mut self, id: u32, index: u32, pfn: Pfn, flags: PageFlags) {
         self.install_anon_page(id, index, pfn, flags);
         self.lru_add(pfn);
     }
 
     /// Installs `pfn` at `index` of mapping `id` with `flags`, young;
     /// returns its lruvec, `(nid, memcg)`. The LRU is the caller's.
-    fn install_anon_page(&mut self, id: u32, index: u32, pfn: Pfn, flags: u32) -> (usize, usize) {
+    fn install_anon_page(
+        &mut self,
+        id: u32,
+        index: u32,
+        pfn: Pfn,
+        flags: PageFlags,
+    ) -> (usize, usize) {
+        let nid = self.frames.nid(pfn);
         let p = self.frames.get_mut(pfn);
         p.flags = flags;
         p.owner = id;
         p.index = index;
-        let (nid, memcg) = (p.nid as usize, p.memcg as usize);
+        let memcg = p.memcg as usize;
         self.nodes[nid].mod_state(NodeStat::NrAnonPages, 1);
         let m = &mut self.anon[id as usize];
         m.pte.set(index as usize, pfn);
@@ -428,7 +436,7 @@ impl Kernel {
             p.index = index;
             p.swap = slot;
         }
-        let nid = self.frames.get(pfn).nid as usize;
+        let nid = self.frames.nid(pfn);
         self.nodes[nid].mod_state(NodeStat::NrSwapcache, 1);
         self.lru_add(pfn);
     }
@@ -550,7 +558,7 @@ async fn do_swap_page(w: &World, id: u32, index: u32, slot: u32, write: bool) ->
     m.young[index as usize / 64] |= 1 << (index % 64);
     m.resident += 1;
     m.swapents -= 1;
-    let nid = k.frames.get(pfn).nid as usize;
+    let nid = k.frames.nid(pfn);
     k.nodes[nid].mod_state(NodeStat::NrAnonPages, 1);
     // reuse_swap_page(): an exclusive page written to is dropped from the
     // swap cache and dirtied, unless its writeback is still in flight.

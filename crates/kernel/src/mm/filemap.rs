@@ -10,7 +10,7 @@
 //! (`write_begin` skips it for full pages), no stable-page waits.
 
 use super::alloc::{alloc_page, Gfp};
-use super::page::{pg, Pfn};
+use super::page::{pg, PageFlags, Pfn};
 use super::slots::SparseSlots;
 use super::swap::{SHADOW, SLOT_EMPTY};
 use super::{NodeStat, WMARK_LOW};
@@ -138,12 +138,13 @@ impl Kernel {
     /// `folio_mark_dirty` for a page-cache page: accounts `NR_FILE_DIRTY`,
     /// `nr_dirtied`, and puts the inode on its bdi's dirty list.
     pub fn set_page_dirty(&mut self, pfn: Pfn) -> bool {
+        let nid = self.frames.nid(pfn);
         let p = self.frames.get_mut(pfn);
         if p.test(pg::DIRTY) {
             return false;
         }
         p.set(pg::DIRTY);
-        let (nid, f, i) = (p.nid as usize, p.owner as usize, p.index as usize);
+        let (f, i) = (p.owner as usize, p.index as usize);
         self.files[f].dirty_tag[i / 64] |= 1 << (i % 64);
         self.nodes[nid].mod_state(NodeStat::NrFileDirty, 1);
         self.count(Ev::NrDirtied, 1);
@@ -164,10 +165,11 @@ impl Kernel {
 
     /// Clears `PG_dirty` of a page-cache page for writeback (`folio_clear_dirty_for_io`).
     pub fn clear_page_dirty_for_io(&mut self, pfn: Pfn) {
+        let nid = self.frames.nid(pfn);
         let p = self.frames.get_mut(pfn);
         debug_assert!(p.test(pg::DIRTY));
         p.clear(pg::DIRTY);
-        let (nid, f, i) = (p.nid as usize, p.owner as usize, p.index as usize);
+        let (f, i) = (p.owner as usize, p.index as usize);
         self.files[f].dirty_tag[i / 64] &= !(1 << (i % 64));
         self.nodes[nid].mod_state(NodeStat::NrFileDirty, -1);
         let file = &mut self.files[f];
@@ -179,7 +181,7 @@ impl Kernel {
 
     /// Inserts a new page for `index` of file `f` (`filemap_add_folio`), with
     /// refault detection against a shadow entry, and adds it to the LRU.
-    fn add_to_page_cache_lru(&mut self, f: u32, index: u32, pfn: Pfn, flags: u32) {
+    fn add_to_page_cache_lru(&mut self, f: u32, index: u32, pfn: Pfn, flags: PageFlags) {
         let old = self.files[f as usize].cache.get(index as usize);
         {
             let p = self.frames.get_mut(pfn);
@@ -336,7 +338,7 @@ async fn wait_on_page_locked(w: &World, pfn: Pfn) {
             if !k.frames.get(pfn).test(pg::LOCKED) {
                 return;
             }
-            let nid = k.frames.get(pfn).nid as usize;
+            let nid = k.frames.nid(pfn);
             let k = &mut *k;
             k.exec.prepare_to_wait(&mut k.nodes[nid].page_wait);
             nid

@@ -80,12 +80,18 @@ mod tests {
     #[test]
     fn boot_pages_go_lowest_first_and_freed_pages_on_top() {
         let mut f = FreeList::new(10, 14);
-        assert_eq!((f.len(), f.peek(0), f.peek(3), f.peek(4)), (4, Some(10), Some(13), None));
+        assert_eq!(
+            (f.len(), f.peek(0), f.peek(3), f.peek(4)),
+            (4, Some(10), Some(13), None)
+        );
         assert_eq!(f.pop(), Some(10));
         f.push(10);
         f.push(3);
         assert_eq!(f.iter().collect::<Vec<_>>(), vec![3, 10, 11, 12, 13]);
-        assert_eq!((f.peek(0), f.peek(1), f.peek(2)), (Some(3), Some(10), Some(11)));
+        assert_eq!(
+            (f.peek(0), f.peek(1), f.peek(2)),
+            (Some(3), Some(10), Some(11))
+        );
         let taken: Vec<_> = std::iter::from_fn(|| f.pop()).collect();
         assert_eq!(taken, vec![3, 10, 11, 12, 13]);
         assert!(f.is_empty() && f.peek(0).is_none());

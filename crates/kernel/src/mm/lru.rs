@@ -6,7 +6,7 @@
 //! per-CPU pagevecs that batch LRU moves are not modelled; moves take effect
 //! at once.
 
-use super::page::{pg, Lru, Page, Pfn};
+use super::page::{pg, Lru, Page, PageFlags, Pfn};
 use super::NodeStat;
 use crate::vmstat::Ev;
 use crate::Kernel;
@@ -19,16 +19,18 @@ pub const SHADOW_WORKINGSET: u32 = 1 << 30;
 impl Kernel {
     /// `lru_cache_add`: puts `pfn` at the head of the list its flags select.
     pub fn lru_add(&mut self, pfn: Pfn) {
+        let nid = self.frames.nid(pfn);
         let p = self.frames.get(pfn);
-        let (nid, memcg, lru) = (p.nid as usize, p.memcg as usize, Lru::of(p.flags));
+        let (memcg, lru) = (p.memcg as usize, Lru::of(p.flags));
         self.frames.get_mut(pfn).set(pg::LRU);
         self.nodes[nid].lruvecs[memcg].lists[lru as usize].push_head(&mut self.frames, pfn);
     }
 
     /// `lru_add` at the tail (`lru_move_tail`).
     pub fn lru_add_tail(&mut self, pfn: Pfn) {
+        let nid = self.frames.nid(pfn);
         let p = self.frames.get(pfn);
-        let (nid, memcg, lru) = (p.nid as usize, p.memcg as usize, Lru::of(p.flags));
+        let (memcg, lru) = (p.memcg as usize, Lru::of(p.flags));
         self.frames.get_mut(pfn).set(pg::LRU);
         self.nodes[nid].lruvecs[memcg].lists[lru as usize].push_tail(&mut self.frames, pfn);
     }
@@ -49,7 +51,7 @@ impl Kernel {
         if !p.test(pg::LRU) {
             return None;
         }
-        let (nid, memcg, lru) = (p.nid as usize, p.memcg as usize, Lru::of(p.flags));
+        let (nid, memcg, lru) = (self.frames.nid(pfn), p.memcg as usize, Lru::of(p.flags));
         self.nodes[nid].lruvecs[memcg].lists[lru as usize].remove_unsettled(&self.frames, pfn);
         self.frames.get_mut(pfn).clear(pg::LRU);
         Some((nid, memcg, lru))
@@ -91,8 +93,9 @@ impl Kernel {
     /// pages put back by reclaim; evictions advance it in
     /// `workingset_eviction`).
     pub(crate) fn workingset_age_nonresident(&mut self, pfn: Pfn) {
+        let nid = self.frames.nid(pfn);
         let p = self.frames.get(pfn);
-        self.nodes[p.nid as usize].lruvecs[p.memcg as usize].nonresident_age += 1;
+        self.nodes[nid].lruvecs[p.memcg as usize].nonresident_age += 1;
     }
 
     /// `workingset_eviction` (mm/workingset.c 5.15): advances the clock and
@@ -101,13 +104,14 @@ impl Kernel {
     /// workingset (`PG_workingset`, set when it was deactivated from an
     /// active list), as `pack_shadow` stores them.
     pub fn workingset_eviction(&mut self, pfn: Pfn) -> u32 {
+        let nid = self.frames.nid(pfn);
         let p = self.frames.get(pfn);
         let ws = if p.test(pg::WORKINGSET) {
             SHADOW_WORKINGSET
         } else {
             0
         };
-        let l = &mut self.nodes[p.nid as usize].lruvecs[p.memcg as usize];
+        let l = &mut self.nodes[nid].lruvecs[p.memcg as usize];
         l.nonresident_age += 1;
         (l.nonresident_age as u32 & SHADOW_AGE) | ws
     }
@@ -122,8 +126,8 @@ impl Kernel {
     /// `PG_active | PG_workingset` when it was in the workingset before
     /// eviction — only then is the refault IO noted as reclaim cost
     /// (`lru_note_cost_page`), as in 5.15.
-    pub fn workingset_refault(&mut self, pfn: Pfn, shadow: u32, file: bool) -> u32 {
-        let nid = self.frames.get(pfn).nid as usize;
+    pub fn workingset_refault(&mut self, pfn: Pfn, shadow: u32, file: bool) -> PageFlags {
+        let nid = self.frames.nid(pfn);
         let memcg = self.frames.get(pfn).memcg as usize;
         self.count(
             if file {
@@ -189,6 +193,7 @@ impl Kernel {
 
     /// Returns a frame to its node's free list.
     pub fn free_page(&mut self, pfn: Pfn) {
+        let nid = self.frames.nid(pfn);
         let p = self.frames.get_mut(pfn);
         debug_assert!(
             !p.test(pg::LRU | pg::BUDDY | pg::WRITEBACK | pg::SWAPCACHE),
@@ -197,7 +202,6 @@ impl Kernel {
         );
         p.flags = pg::BUDDY;
         p.owner = 0;
-        let nid = p.nid as usize;
         self.nodes[nid].free.push(pfn);
         self.count(Ev::Pgfree, 1);
         self.rate_count_free();
@@ -219,7 +223,7 @@ impl Kernel {
 
     /// Adjusts the file/anon page counters of a page entering or leaving use.
     pub fn account_page(&mut self, pfn: Pfn, file: bool, d: i64) {
-        let nid = self.frames.get(pfn).nid as usize;
+        let nid = self.frames.nid(pfn);
         if file {
             self.nodes[nid].mod_state(NodeStat::NrFilePages, d);
         }

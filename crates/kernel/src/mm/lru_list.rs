@@ -395,7 +395,7 @@ mod tests {
 
     #[test]
     fn list_order_and_remove() {
-        let mut f = Frames::new(4, |_| 0);
+        let mut f = Frames::new(4, 1);
         let mut l = LruList::default();
         l.push_head(&mut f, 0);
         l.push_head(&mut f, 1);
@@ -415,7 +415,7 @@ mod tests {
     #[test]
     fn matches_a_deque_under_random_operations() {
         let n = 500u32;
-        let mut f = Frames::new(n as usize, |_| 0);
+        let mut f = Frames::new(n as usize, 1);
         let mut l = LruList::default();
         let mut model: std::collections::VecDeque<Pfn> = Default::default();
         let mut on = vec![false; n as usize];
@@ -521,7 +521,7 @@ mod tests {
     #[test]
     fn fill_drain_and_refill() {
         let n = 5000u32;
-        let mut f = Frames::new(n as usize, |_| 0);
+        let mut f = Frames::new(n as usize, 1);
         let mut l = LruList::default();
         let mut model: std::collections::VecDeque<Pfn> = Default::default();
         for round in 0..3 {

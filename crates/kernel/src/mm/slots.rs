@@ -167,7 +167,10 @@ mod tests {
         s.set(131, 0);
         s.set(199, 1 << 31);
         assert_eq!((s.get(130), s.get(131), s.get(199)), (7, 0, 1 << 31));
-        assert_eq!((s.get(129), s.get(128), s.get(192)), (u32::MAX, u32::MAX, u32::MAX));
+        assert_eq!(
+            (s.get(129), s.get(128), s.get(192)),
+            (u32::MAX, u32::MAX, u32::MAX)
+        );
         // Entries 130 and 131 share a node; 199 is in the last, short one.
         assert_eq!(s.nr_nodes(), 2);
         s.set(130, u32::MAX);

@@ -102,21 +102,21 @@ impl Kernel {
             return false;
         };
         self.swap.cache.set(slot as usize, pfn);
+        let nid = self.frames.nid(pfn);
         let p = self.frames.get_mut(pfn);
         p.set(pg::SWAPCACHE | pg::DIRTY);
         p.swap = slot;
-        let nid = p.nid as usize;
         self.nodes[nid].mod_state(NodeStat::NrSwapcache, 1);
         true
     }
 
     /// `delete_from_swap_cache` + `swap_free` (the page keeps its data).
     pub fn delete_from_swap_cache(&mut self, pfn: Pfn) {
+        let nid = self.frames.nid(pfn);
         let p = self.frames.get_mut(pfn);
         debug_assert!(p.test(pg::SWAPCACHE));
         p.clear(pg::SWAPCACHE);
         let slot = p.swap;
-        let nid = p.nid as usize;
         self.nodes[nid].mod_state(NodeStat::NrSwapcache, -1);
         self.swap.free_slot(slot);
     }

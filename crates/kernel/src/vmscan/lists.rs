@@ -115,7 +115,7 @@ impl Kernel {
                 self.free_page(pfn);
                 continue;
             }
-            debug_assert_eq!((p.nid as usize, p.memcg as usize), (nid, memcg));
+            debug_assert_eq!(p.memcg as usize, memcg);
             p.set(pg::LRU);
             // A page put back active ages the non-resident clock
             // (workingset_age_nonresident, 5.15 move_pages_to_lru).

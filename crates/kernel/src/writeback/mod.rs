@@ -115,9 +115,10 @@ impl Kernel {
     /// a file page its inode's and its wb's writeback counts (which
     /// [`Kernel::folio_end_writeback`] takes back).
     pub(crate) fn folio_start_writeback(&mut self, pfn: Pfn) {
+        let nid = self.frames.nid(pfn);
         let p = self.frames.get_mut(pfn);
         p.set(pg::WRITEBACK);
-        let (nid, file, owner) = (p.nid as usize, p.test(pg::FILE), p.owner as usize);
+        let (file, owner) = (p.test(pg::FILE), p.owner as usize);
         self.nodes[nid].mod_state(NodeStat::NrWriteback, 1);
         if file {
             self.files[owner].nr_writeback += 1;
@@ -130,8 +131,8 @@ impl Kernel {
     /// inactive tail, clear writeback, account the written page for WRITEBACK
     /// throttling.
     pub fn folio_end_writeback(&mut self, pfn: Pfn) {
+        let nid = self.frames.nid(pfn);
         let p = self.frames.get(pfn);
-        let nid = p.nid as usize;
         if p.test(pg::RECLAIM) {
             self.frames.get_mut(pfn).clear(pg::RECLAIM);
             self.folio_rotate_reclaimable(pfn);
