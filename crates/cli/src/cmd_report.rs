@@ -7,8 +7,9 @@
 //! a truncated trace are reported, and end with exit code 2 unless
 //! `--keep-going`.
 
+use std::cmp::Ordering;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -19,7 +20,9 @@ use reclaimlab_report::{
 /// Arguments of `reclaimlab report`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// Run record directories; the first is the baseline.
+    /// Run record directories; the first is the baseline. A directory that
+    /// is not a record but holds records (the `--out` of a sweep) stands
+    /// for them, in natural order (`=2` before `=10`).
     #[arg(required = true, value_name = "DIR")]
     pub dirs: Vec<PathBuf>,
     /// Print the `reclaimlab.report/1` JSON instead of the text tables.
@@ -45,8 +48,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             args.significance
         )
     })?;
+    let dirs = expand_record_dirs(&args.dirs);
     let report =
-        report_from_dirs(&args.dirs, Options { significance }).context("cannot read run record")?;
+        report_from_dirs(&dirs, Options { significance }).context("cannot read run record")?;
     let out = if args.json {
         render_json(&report)
     } else {
@@ -85,4 +89,116 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::from(2));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Each of `dirs` that is not a record itself (no `run.json`) but holds
+/// records, replaced by them in natural order; the rest as given (a
+/// directory with neither is left for the reader to report).
+fn expand_record_dirs(dirs: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for d in dirs {
+        let inner = if d.join("run.json").exists() {
+            Vec::new()
+        } else {
+            records_in(d)
+        };
+        if inner.is_empty() {
+            out.push(d.clone());
+        } else {
+            eprintln!(
+                "reclaimlab: {} is not a run record but holds {}: reading those",
+                d.display(),
+                inner.len()
+            );
+            out.extend(inner);
+        }
+    }
+    out
+}
+
+/// The records directly under `dir` (subdirectories with a `run.json`,
+/// not hidden: an unfinished record is `.NAME.partial-PID`).
+fn records_in(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .map(|e| e.path())
+        .filter(|p| p.join("run.json").is_file())
+        .collect();
+    found.sort_by(|a, b| natural_cmp(&a.to_string_lossy(), &b.to_string_lossy()));
+    found
+}
+
+/// Compares with runs of digits as numbers: `swappiness=2` before
+/// `swappiness=10`, `v5.15` before `v5.16`.
+fn natural_cmp(a: &str, b: &str) -> Ordering {
+    let (mut a, mut b) = (a, b);
+    loop {
+        match (a.chars().next(), b.chars().next()) {
+            (None, None) => return Ordering::Equal,
+            (None, Some(_)) => return Ordering::Less,
+            (Some(_), None) => return Ordering::Greater,
+            (Some(x), Some(y)) if x.is_ascii_digit() && y.is_ascii_digit() => {
+                let na = a.find(|c: char| !c.is_ascii_digit()).unwrap_or(a.len());
+                let nb = b.find(|c: char| !c.is_ascii_digit()).unwrap_or(b.len());
+                let (da, db) = (
+                    a[..na].trim_start_matches('0'),
+                    b[..nb].trim_start_matches('0'),
+                );
+                let o = da.len().cmp(&db.len()).then_with(|| da.cmp(db));
+                if o != Ordering::Equal {
+                    return o;
+                }
+                (a, b) = (&a[na..], &b[nb..]);
+            }
+            (Some(x), Some(y)) => {
+                if x != y {
+                    return x.cmp(&y);
+                }
+                (a, b) = (&a[x.len_utf8()..], &b[y.len_utf8()..]);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn natural_order_reads_numbers_as_numbers() {
+        let mut v = vec!["s=10", "s=2", "v5.16-rc1", "v5.15", "s=02x", "s=2", "v5.16"];
+        v.sort_by(|a, b| natural_cmp(a, b));
+        assert_eq!(
+            v,
+            ["s=2", "s=2", "s=02x", "s=10", "v5.15", "v5.16", "v5.16-rc1"]
+        );
+    }
+
+    #[test]
+    fn a_folder_of_records_stands_for_them() {
+        let tmp = std::env::temp_dir().join(format!("reclaimlab-expand-{}", std::process::id()));
+        for d in [
+            "sweep/p=10",
+            "sweep/p=2",
+            "sweep/.p=3.partial-1",
+            "sweep/empty",
+            "one",
+        ] {
+            std::fs::create_dir_all(tmp.join(d)).unwrap();
+        }
+        for d in ["sweep/p=10", "sweep/p=2", "sweep/.p=3.partial-1", "one"] {
+            std::fs::write(tmp.join(d).join("run.json"), "{}").unwrap();
+        }
+        let got = expand_record_dirs(&[tmp.join("one"), tmp.join("sweep"), tmp.join("none")]);
+        let want: Vec<PathBuf> = ["one", "sweep/p=2", "sweep/p=10", "none"]
+            .iter()
+            .map(|d| tmp.join(d))
+            .collect();
+        assert_eq!(got, want);
+        std::fs::remove_dir_all(&tmp).ok();
+    }
 }

@@ -35,7 +35,7 @@ use reclaimlab_workload::stutterp::StutterpParams;
 use crate::sim_params::{
     apply_sets, dir_name, parse_sweeps, run_label, set_param, sweep_points, Settings,
 };
-use crate::sim_steps::{run_jobs, work_items, Interrupted, Job, Outcome};
+use crate::sim_steps::{run_jobs, run_window, work_items, Interrupted, Job, Outcome};
 
 /// Arguments of `reclaimlab sim`.
 #[derive(clap::Args, Debug)]
@@ -373,12 +373,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     crate::machine_arg::save_host_profile(host_toml.as_deref(), &out)?;
     let signals = Signals::install()?;
-    let items = work_items(&jobs);
-    let threads = std::thread::available_parallelism()
+    let cores = std::thread::available_parallelism()
         .map(|n| n.get())
-        .unwrap_or(1)
-        .min(items.len())
-        .max(1);
+        .unwrap_or(1);
+    let items = work_items(&jobs, run_window(cores));
+    let threads = cores.min(items.len()).max(1);
     let (min_s, max_s) = jobs.iter().fold((f64::MAX, 0.0f64), |(lo, hi), j| {
         (lo.min(j.total_s()), hi.max(j.total_s()))
     });

@@ -444,8 +444,9 @@ pub fn build_report(runs: &[RunInput], opts: Options) -> Report {
         }
     }
     if !excluded.is_empty() {
+        let all: Vec<&str> = out_runs.iter().map(|r| r.name.as_str()).collect();
         notes.push(format!(
-            "the runs have different steps: {} compared (present in every run); left out: {}",
+            "not every run has every operation (different steps, or a step without samples): {} compared (present in every run); left out: {}",
             if compared.is_empty() {
                 "nothing".to_string()
             } else {
@@ -453,7 +454,7 @@ pub fn build_report(runs: &[RunInput], opts: Options) -> Report {
             },
             excluded
                 .iter()
-                .map(|e| format!("{} (only in {})", e.label, e.present_in.join(", ")))
+                .map(|e| format!("{} ({})", e.label, presence(&e.present_in, &all)))
                 .collect::<Vec<_>>()
                 .join("; ")
         ));
@@ -578,5 +579,67 @@ fn compare_latency(new: &LatencyReport, base: &LatencyReport, sig: Significance)
                 cidiff: c.map(|c| c.cidiff).filter(|x| x.is_finite()),
             }
         }
+    }
+}
+
+/// Names listed in a note before "and N more".
+const NOTE_NAMES: usize = 6;
+
+/// Which of `all` runs have an operation, for a note: the shorter of the
+/// runs that have it and those that lack it, at most [`NOTE_NAMES`] names
+/// (a sweep of hundreds of points would otherwise print them all; the
+/// JSON's `present_in` has the whole list).
+fn presence(present: &[String], all: &[&str]) -> String {
+    let list = |names: Vec<&str>| {
+        let mut s = names
+            .iter()
+            .take(NOTE_NAMES)
+            .copied()
+            .collect::<Vec<_>>()
+            .join(", ");
+        if names.len() > NOTE_NAMES {
+            s += &format!(" and {} more", names.len() - NOTE_NAMES);
+        }
+        s
+    };
+    let missing: Vec<&str> = all
+        .iter()
+        .copied()
+        .filter(|n| !present.iter().any(|p| p == n))
+        .collect();
+    if present.len() <= missing.len() {
+        format!(
+            "only in {}",
+            list(present.iter().map(String::as_str).collect())
+        )
+    } else {
+        format!(
+            "in {} of {} runs; not in {}",
+            present.len(),
+            all.len(),
+            list(missing)
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn presence_names_the_shorter_side_and_cuts_long_lists() {
+        let all: Vec<String> = (0..10).map(|i| format!("r{i}")).collect();
+        let all_refs: Vec<&str> = all.iter().map(String::as_str).collect();
+        assert_eq!(presence(&all[..1], &all_refs), "only in r0");
+        assert_eq!(
+            presence(&all[..8], &all_refs),
+            "in 8 of 10 runs; not in r8, r9"
+        );
+        let many: Vec<String> = (0..200).map(|i| format!("p{i}")).collect();
+        let many_refs: Vec<&str> = many.iter().map(String::as_str).collect();
+        assert_eq!(
+            presence(&many[..100], &many_refs),
+            "only in p0, p1, p2, p3, p4, p5 and 94 more"
+        );
     }
 }
