@@ -2,4 +2,5 @@
 
 pub mod html;
 pub mod json;
+pub mod runs;
 pub mod text;

@@ -485,6 +485,10 @@ pub fn render_text(report: &Report) -> String {
         let _ = writeln!(out, "note: {n}");
     }
     out.push('\n');
+    if report.runs.len() > super::runs::MANY_RUNS {
+        super::runs::runs_table(&mut out, report);
+        out.push('\n');
+    }
     if report.comparable.compared.is_empty() {
         out.push_str("No latency operation is present in every run: no latency comparison.\n\n");
     } else {
@@ -666,5 +670,47 @@ mod tests {
         assert_eq!(split_name("v5.15"), ("".into(), "v5.15".into()));
         assert_eq!(split_name("v5.16-rc1"), ("".into(), "v5.16-rc1".into()));
         assert_eq!(split_name("a-b"), ("a".into(), "b".into()));
+    }
+
+    /// A sweep's many runs get a table with a row each, before the columns.
+    #[test]
+    fn many_runs_get_a_row_each() {
+        let runs: Vec<RunInput> = (1..=7)
+            .map(|i| {
+                let m = 10.0 * f64::from(i);
+                run(
+                    &format!("p={i}"),
+                    &[(4, m), (4, m + 2.0)],
+                    Duration {
+                        user_s: 1.0,
+                        system_s: 2.0,
+                        elapsed_s: 100.0 + f64::from(i),
+                    },
+                    &[("pgscan_direct", 1000 * i64::from(i))],
+                )
+            })
+            .collect();
+        let t = render_text(&build_report(&runs, Options::default()));
+        let table: Vec<&str> = t
+            .lines()
+            .skip_while(|l| !l.starts_with("Runs, one per row (7 runs"))
+            .take(9)
+            .collect();
+        assert_eq!(table.len(), 9, "{t}");
+        assert!(table[1].starts_with("run ") && table[1].contains("Amean mmap-4"));
+        assert!(table[1].contains("Max-99 mmap-4") && table[1].contains("Direct scanned"));
+        // Row per run in run order: the baseline at 0 %, the second 10 ms
+        // slower in Amean (11 -> 21 ms: -90.91 %, significant), its scanning.
+        assert!(table[2].starts_with("p=1 ") && table[2].contains("11.0000 (   0.00%)"));
+        assert!(
+            table[3].starts_with("p=2 ") && table[3].contains("21.0000 * -90.91%*"),
+            "{}",
+            table.join("\n")
+        );
+        assert!(table[3].contains(" 102.00 ") && table[3].trim_end().contains(" 2000 "));
+        assert!(table[8].starts_with("p=7 "));
+        // Two runs read well in columns: no table of runs.
+        let two = render_text(&build_report(&runs[..2], Options::default()));
+        assert!(!two.contains("Runs, one per row"));
     }
 }
