@@ -371,15 +371,14 @@ th{background:#f0f0f0}td:nth-child(-n+3){text-align:left}.note{color:#8a4b00}\
 /// Renders the report as one self-contained HTML page.
 pub fn render_html(report: &Report) -> Vec<u8> {
     let mut out = String::new();
-    let title = format!(
-        "reclaimlab report: {}",
-        report
-            .runs
-            .iter()
-            .map(|r| r.name.as_str())
-            .collect::<Vec<_>>()
-            .join(" vs ")
-    );
+    let names: Vec<&str> = report.runs.iter().map(|r| r.name.as_str()).collect();
+    // A sweep's hundreds of names do not make a title.
+    let title = match names.as_slice() {
+        [first, .., last] if names.len() > super::runs::MANY_RUNS => {
+            format!("reclaimlab report: {} runs, {first} … {last}", names.len())
+        }
+        _ => format!("reclaimlab report: {}", names.join(" vs ")),
+    };
     let _ = write!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{CSS}</style></head><body>\n<h1>{}</h1>\n",

@@ -709,8 +709,14 @@ mod tests {
         );
         assert!(table[3].contains(" 102.00 ") && table[3].trim_end().contains(" 2000 "));
         assert!(table[8].starts_with("p=7 "));
+        // Nor are their names the HTML page's title.
+        let html = crate::format::html::render_html(&build_report(&runs, Options::default()));
+        let html = String::from_utf8(html).unwrap();
+        assert!(html.contains("<title>reclaimlab report: 7 runs, p=1 … p=7</title>"));
         // Two runs read well in columns: no table of runs.
-        let two = render_text(&build_report(&runs[..2], Options::default()));
-        assert!(!two.contains("Runs, one per row"));
+        let two = build_report(&runs[..2], Options::default());
+        assert!(!render_text(&two).contains("Runs, one per row"));
+        let html = String::from_utf8(crate::format::html::render_html(&two)).unwrap();
+        assert!(html.contains("<title>reclaimlab report: p=1 vs p=2</title>"));
     }
 }
