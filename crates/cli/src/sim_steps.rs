@@ -569,15 +569,20 @@ mod tests {
         );
     }
 
+    /// A 96 MiB machine with a slow disk: small steps that still reclaim.
+    fn tiny_machine() -> Machine {
+        Machine::from_toml(
+            "name='t'\ncpus=2\nmemory_mib=96\nswap_mib=64\n[[devices]]\nname='sda'\nwrite_mb_s=40\nread_mb_s=80\nlatency_us=100\n",
+            "t",
+        )
+        .unwrap()
+    }
+
     /// Steps simulated apart and finished in any order make the record one
     /// sequential run makes (the trace's gzip members aside).
     #[test]
     fn steps_run_apart_and_out_of_order_make_the_sequential_record() {
-        let m = Machine::from_toml(
-            "name='t'\ncpus=2\nmemory_mib=96\nswap_mib=64\n[[devices]]\nname='sda'\nwrite_mb_s=40\nread_mb_s=80\nlatency_us=100\n",
-            "t",
-        )
-        .unwrap();
+        let m = tiny_machine();
         let p = profile("v5.16-rc1").unwrap();
         let cfg = SimConfig::new(m, p, Params::defaults(p), 3);
         let spec = Spec::parse(
@@ -642,11 +647,7 @@ mod tests {
     /// so that only a window's worth of records is open at a time.
     #[test]
     fn work_items_mix_a_window_of_runs_at_a_time() {
-        let m = Machine::from_toml(
-            "name='t'\ncpus=2\nmemory_mib=96\nswap_mib=64\n[[devices]]\nname='sda'\nwrite_mb_s=40\nread_mb_s=80\nlatency_us=100\n",
-            "t",
-        )
-        .unwrap();
+        let m = tiny_machine();
         let p = profile("v5.16").unwrap();
         let spec = Spec::parse(
             "name='s'\nduration_s=2\n[[worker]]\nkind='anon-hog'\ncount=1\nsize_mib=8\n",
