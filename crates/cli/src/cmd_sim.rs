@@ -35,7 +35,8 @@ use reclaimlab_workload::stutterp::StutterpParams;
 use crate::sim_params::{
     apply_sets, dir_name, parse_sweeps, run_label, set_param, sweep_points, Settings,
 };
-use crate::sim_steps::{run_jobs, run_window, work_items, Interrupted, Job, Outcome};
+use crate::sim_pool::{run_jobs, run_window, work_items, Job};
+use crate::sim_steps::{Interrupted, Outcome};
 
 /// Arguments of `reclaimlab sim`.
 #[derive(clap::Args, Debug)]

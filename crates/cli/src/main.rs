@@ -18,6 +18,7 @@ mod cmd_run;
 mod cmd_sim;
 mod machine_arg;
 mod sim_params;
+mod sim_pool;
 mod sim_steps;
 mod write_file;
 
