@@ -2,15 +2,14 @@
 //!
 //! Each step of a run boots its own machine (see `reclaimlab_workload::sim`),
 //! so the steps of all runs are independent jobs for the thread pool
-//! (`sim_pool`); only
-//! their output must reach each record in step order. A finished step waits
-//! in a [`StepBuffer`] (vmstat rows and latency samples as they are, the
-//! trace as gzip members: about a tenth of its text) until the steps before
-//! it are in; then its [`Assembly`] writes it, adding the event counters the
-//! steps before it ended with ([`Carry`]). The bytes of a record depend only
-//! on the run, never on which thread ran which step or when: each step's
-//! trace is cut into gzip members on its own (so a record's members start
-//! afresh at each step).
+//! (`sim_pool`); only their output must reach each record in step order. A
+//! finished step waits in a [`StepBuffer`] (vmstat rows and latency samples
+//! as they are, the trace as gzip members: about a tenth of its text) until
+//! the steps before it are in; then its [`Assembly`] writes it, adding the
+//! event counters the steps before it ended with ([`Carry`]). The bytes of a
+//! record depend only on the run, never on which thread ran which step or
+//! when: each step's trace is cut into gzip members on its own (so a
+//! record's members start afresh at each step).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
