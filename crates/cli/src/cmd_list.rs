@@ -101,6 +101,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             for (name, default, help) in StutterpParams::list() {
                 println!("{:<45} {:>10}  {}", name, default, help);
             }
+            println!(
+                "{:<45} {:>10}  the random seed, as --seed; `--sweep seed=1,2,3` repeats each run with other seeds",
+                "seed", 1
+            );
         }
     }
     Ok(ExitCode::SUCCESS)

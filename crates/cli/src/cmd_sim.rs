@@ -72,7 +72,8 @@ pub struct Args {
     /// core at a time, heaviest first.
     #[arg(long = "sweep", value_name = "NAME=V1,V2,...")]
     pub sweep: Vec<String>,
-    /// Random seed.
+    /// Random seed (also a parameter: `--sweep seed=1,2,3` repeats each run
+    /// with those seeds).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Directory for the run records (one subdirectory per profile and sweep point).
@@ -259,6 +260,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             params: &mut Params::defaults(profiles[0]),
             policy: &mut profiles[0].clone(),
             sp: &mut sp,
+            seed: &mut args.seed.clone(),
         },
     )?;
     let workload = if args.workload == "stutterp" {
@@ -309,10 +311,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let mut params = Params::defaults(p);
             let mut sp = StutterpParams::default();
             let mut policy = (*p).clone();
+            let mut seed = args.seed;
             let mut to = Settings {
                 params: &mut params,
                 policy: &mut policy,
                 sp: &mut sp,
+                seed: &mut seed,
             };
             apply_sets(&args.set, &mut to)?;
             for (k, v) in point {
@@ -331,7 +335,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     })?,
                 Workload::Spec { steps, .. } => steps.clone(),
             };
-            let mut cfg = SimConfig::new(machine.clone(), &policy, params, args.seed);
+            let mut cfg = SimConfig::new(machine.clone(), &policy, params, seed);
             cfg.trace.verbose = args.trace_verbose;
             let mut meta = RunMeta::new(name.clone(), Origin::Sim, p.name);
             meta.machine = record_machine(&machine, cfg.params.hz);
@@ -339,7 +343,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 name: workload_name.clone(),
                 spec: spec_label.clone(),
             };
-            meta.seed = Some(args.seed);
+            meta.seed = Some(seed);
             for (k, v) in cfg.params.to_pairs() {
                 meta.params.insert(k.to_string(), v);
             }

@@ -8,25 +8,36 @@ use reclaimlab_kernel::params::{closest, Params};
 use reclaimlab_kernel::profile::{KernelProfile, POLICY_NAMES};
 use reclaimlab_workload::stutterp::StutterpParams;
 
+/// The random seed as a parameter (`--seed` sets it too), so that
+/// `--sweep seed=1,2,3` repeats a run with other seeds: mmtests' iterations,
+/// and the check that two seeds of one kernel rarely differ significantly.
+pub(crate) const SEED: &str = "seed";
+
 /// Every name `--set` and `--sweep` accept: kernel parameters, the
-/// profile's `policy.*` settings, then stutterp's.
+/// profile's `policy.*` settings, then stutterp's, then the seed.
 pub(crate) fn param_names() -> Vec<&'static str> {
     let mut names: Vec<&str> = Params::NAMES.to_vec();
     names.extend(POLICY_NAMES);
     names.extend(StutterpParams::list().iter().map(|x| x.0));
+    names.push(SEED);
     names
 }
 
 pub(crate) fn is_param(name: &str) -> bool {
-    Params::NAMES.contains(&name) || POLICY_NAMES.contains(&name) || StutterpParams::is_param(name)
+    Params::NAMES.contains(&name)
+        || POLICY_NAMES.contains(&name)
+        || StutterpParams::is_param(name)
+        || name == SEED
 }
 
 /// What one run's `--set` and `--sweep` values go into: the kernel's
-/// parameters, its profile (the `policy.*` settings) and stutterp's.
+/// parameters, its profile (the `policy.*` settings), stutterp's, and the
+/// seed.
 pub(crate) struct Settings<'a> {
     pub(crate) params: &'a mut Params,
     pub(crate) policy: &'a mut KernelProfile,
     pub(crate) sp: &'a mut StutterpParams,
+    pub(crate) seed: &'a mut u64,
 }
 
 /// The error for an unknown parameter `name` in `flag arg`, with the closest name.
@@ -43,7 +54,12 @@ pub(crate) fn unknown_param(flag: &str, arg: &str, name: &str) -> anyhow::Error 
 /// profile, the rest in the kernel's parameters. The error says what is
 /// accepted.
 pub(crate) fn set_param(name: &str, value: &str, to: &mut Settings) -> Result<(), String> {
-    if name.starts_with("stutterp.") {
+    if name == SEED {
+        *to.seed = value.parse().map_err(|_| {
+            format!("seed `{value}`: expected a whole number 0..=18446744073709551615")
+        })?;
+        Ok(())
+    } else if name.starts_with("stutterp.") {
         to.sp.set(name, value).map_err(|e| e.to_string())
     } else if name.starts_with("policy.") {
         to.policy.set(name, value).map_err(|e| e.to_string())
@@ -54,7 +70,9 @@ pub(crate) fn set_param(name: &str, value: &str, to: &mut Settings) -> Result<()
 
 /// The value of `name` as the run record stores it.
 fn recorded_value(name: &str, of: &Settings) -> String {
-    if name.starts_with("stutterp.") {
+    if name == SEED {
+        of.seed.to_string()
+    } else if name.starts_with("stutterp.") {
         of.sp.get(name).unwrap_or_default()
     } else if name.starts_with("policy.") {
         of.policy.policy_value(name).unwrap_or_default().to_string()
@@ -136,11 +154,12 @@ pub(crate) fn parse_sweeps(
             let mut canonical = String::new();
             for p in profiles {
                 let (mut params, mut sp) = (Params::defaults(p), StutterpParams::default());
-                let mut policy = (*p).clone();
+                let (mut policy, mut seed) = ((*p).clone(), 0);
                 let mut to = Settings {
                     params: &mut params,
                     policy: &mut policy,
                     sp: &mut sp,
+                    seed: &mut seed,
                 };
                 set_param(name, v, &mut to).map_err(|e| anyhow!("--sweep {s}: {e}"))?;
                 canonical = recorded_value(name, &to);
@@ -283,10 +302,12 @@ mod tests {
             StutterpParams::default(),
             base.clone(),
         );
+        let mut seed = 1;
         let mut to = Settings {
             params: &mut params,
             policy: &mut policy,
             sp: &mut sp,
+            seed: &mut seed,
         };
         let sets = [
             "policy.noprogress=none".to_string(),
@@ -322,5 +343,32 @@ mod tests {
         assert_eq!(dir_name("v5.16,a=x/y z", "v5.16", 0), "v5.16,a=x_y_z");
         let long = format!("v5.16,stutterp.workers={}", vec!["4096"; 60].join(","));
         assert_eq!(dir_name(&long, "v5.16", 2), "v5.16,point-3");
+    }
+
+    #[test]
+    fn the_seed_is_a_parameter_to_sweep() {
+        let s = sweeps(&["seed=1,2,03"], false).unwrap();
+        assert_eq!(s[0].values, ["1", "2", "3"]);
+        let err = sweeps(&["seed=1,01"], false).unwrap_err().to_string();
+        assert!(err.contains("given twice (as 1)"), "{err}");
+        let err = sweeps(&["seed=-1"], false).unwrap_err().to_string();
+        assert!(err.contains("expected a whole number"), "{err}");
+        let v516 = profile("v5.16").unwrap();
+        assert_eq!(run_label(v516, v516, &[("seed", "2")]), "v5.16,seed=2");
+        let (mut params, mut sp, mut policy, mut seed) = (
+            Params::defaults(v516),
+            StutterpParams::default(),
+            v516.clone(),
+            1,
+        );
+        let mut to = Settings {
+            params: &mut params,
+            policy: &mut policy,
+            sp: &mut sp,
+            seed: &mut seed,
+        };
+        apply_sets(&["seed=7".to_string()], &mut to).unwrap();
+        assert_eq!(seed, 7);
+        assert!(is_param("seed") && param_names().contains(&"seed"));
     }
 }
