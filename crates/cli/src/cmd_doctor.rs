@@ -12,7 +12,7 @@ pub struct Args {}
 /// Runs `reclaimlab doctor`.
 pub fn run(_args: Args) -> anyhow::Result<ExitCode> {
     let d = reclaimlab_host::doctor::diagnose();
-    print!("{}", d.render());
+    crate::write_file::to_stdout(d.render())?;
     Ok(if d.can_run() {
         ExitCode::SUCCESS
     } else {

@@ -50,10 +50,10 @@ enum What {
     },
 }
 
-fn print(kind: &str, src: &std::path::Path, s: &ImportSummary) {
+fn print(kind: &str, src: &std::path::Path, s: &ImportSummary) -> anyhow::Result<()> {
     let steps: Vec<String> = s.steps.iter().map(u32::to_string).collect();
-    println!("imported {kind} {} into {}", src.display(), s.out.display());
-    println!(
+    outln!("imported {kind} {} into {}", src.display(), s.out.display());
+    outln!(
         "  trace lines {}, skipped {}, lost events {}, latency samples {}, vmstat rows {}, steps {}",
         s.trace_lines,
         s.skipped_lines,
@@ -63,8 +63,9 @@ fn print(kind: &str, src: &std::path::Path, s: &ImportSummary) {
         steps.join(",")
     );
     for n in &s.notes {
-        println!("  note: {n}");
+        outln!("  note: {n}");
     }
+    Ok(())
 }
 
 /// Runs `reclaimlab import`.
@@ -72,7 +73,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.what {
         What::Trace { src, out } => {
             let s = import_trace(&src, &out).context("import trace")?;
-            print("trace", &src, &s);
+            print("trace", &src, &s)?;
         }
         What::Mmtests {
             src,
@@ -92,7 +93,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 iteration,
             };
             let s = import_mmtests_with(&src, &out, &opts).context("import mmtests")?;
-            print("mmtests results", &src, &s);
+            print("mmtests results", &src, &s)?;
         }
     }
     Ok(ExitCode::SUCCESS)

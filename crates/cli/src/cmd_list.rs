@@ -35,15 +35,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.what {
         What::Kernels => {
             for p in profiles() {
-                println!("{:<10} {}", p.name, p.description);
+                outln!("{:<10} {}", p.name, p.description);
                 let sites: Vec<String> = p
                     .policy_pairs()
                     .iter()
                     .map(|(k, v)| format!("{}={v}", k.trim_start_matches("policy.")))
                     .collect();
-                println!("{:<10} {}", "", sites.join(" "));
+                outln!("{:<10} {}", "", sites.join(" "));
             }
-            println!(
+            outln!(
                 "\nAny other policy: a profile with some of its call sites changed, e.g.\n\
                  \x20 --kernel v5.16-rc1 --sweep policy.noprogress=rc1,none   (the series as merged, without NOPROGRESS)\n\
                  \x20 --kernel v5.15 --set policy.too_many_isolated=throttle_isolated\n\
@@ -54,21 +54,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         What::Machines => {
             for m in builtin_machines() {
-                println!("{:<13} {}", m.name, m.description);
+                outln!("{:<13} {}", m.name, m.description);
             }
-            println!(
+            outln!(
                 "{:<13} this host as the real run sees it: its CPUs and nodes, 1 GiB as `run`'s default cgroup\n{:<13} (`host:2G` as `run --memory 2G`, `host:all` all of MemTotal, `,swap=2G` as `run --swap-file 2G`,\n{:<13} `,dir=DIR` as `run --data-dir DIR`), its swap, and the data device's measured bandwidth (cached a day);\n{:<13} `sim` writes the resolved profile to OUT/machine-host.toml to repeat the run",
                 "host", "", "", ""
             );
-            println!("\nAny other machine: a TOML file with the same fields, e.g.\n");
-            println!("name = \"hdd\"\ncpus = 4\nmemory_mib = 4096\nswap_mib = 4096\n[[devices]]\nname = \"sda\"\nlayer = \"single-queue\"   # or \"blk-mq\" (default)\nwrite_mb_s = 120\nread_mb_s = 130\nlatency_us = 200\nseek_us = 6000\nqueue_depth = 32\n# optional (defaults: the kernel's; scheduler and wbt on blk-mq only):\n# scheduler = \"mq-deadline\"   # or \"none\"; default none for nvme*, mq-deadline otherwise\n# max_sectors_kb = 1280        # largest request\n# wbt_lat_usec = 75000         # blk-wbt target: 75000 if seek_us >= 1000, else 2000; 0 = off");
+            outln!("\nAny other machine: a TOML file with the same fields, e.g.\n");
+            outln!("name = \"hdd\"\ncpus = 4\nmemory_mib = 4096\nswap_mib = 4096\n[[devices]]\nname = \"sda\"\nlayer = \"single-queue\"   # or \"blk-mq\" (default)\nwrite_mb_s = 120\nread_mb_s = 130\nlatency_us = 200\nseek_us = 6000\nqueue_depth = 32\n# optional (defaults: the kernel's; scheduler and wbt on blk-mq only):\n# scheduler = \"mq-deadline\"   # or \"none\"; default none for nvme*, mq-deadline otherwise\n# max_sectors_kb = 1280        # largest request\n# wbt_lat_usec = 75000         # blk-wbt target: 75000 if seek_us >= 1000, else 2000; 0 = off");
         }
         What::Workloads => {
-            println!("{:<20} mmtests pagereclaim-stutterp(-noreaders): fio random writers, anon hogs, mmap-latency (stutterp.* parameters)", "stutterp");
+            outln!("{:<20} mmtests pagereclaim-stutterp(-noreaders): fio random writers, anon hogs, mmap-latency (stutterp.* parameters)", "stutterp");
             for (name, what, _) in reclaimlab_workload::spec::BUILTIN {
-                println!("{name:<20} {what} (examples/workloads/{name}.toml)");
+                outln!("{name:<20} {what} (examples/workloads/{name}.toml)");
             }
-            println!("{:<20} a workload spec composing workers; examples/workloads/mix.toml shows every kind and field", "FILE.toml");
+            outln!("{:<20} a workload spec composing workers; examples/workloads/mix.toml shows every kind and field", "FILE.toml");
         }
         What::Params => {
             let p = profile(&args.kernel).ok_or_else(|| {
@@ -79,18 +79,24 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     names.join(", ")
                 )
             })?;
-            println!(
+            outln!(
                 "{:<45} {:>10}  description (defaults under {})",
-                "name", "default", p.name
+                "name",
+                "default",
+                p.name
             );
             for i in Params::list(p) {
-                println!(
+                outln!(
                     "{:<45} {:>10}  {} [{}..={}]",
-                    i.name, i.default, i.help, i.min, i.max
+                    i.name,
+                    i.default,
+                    i.help,
+                    i.min,
+                    i.max
                 );
             }
             for i in p.policy_list() {
-                println!(
+                outln!(
                     "{:<45} {:>10}  {} [{}]",
                     i.name,
                     i.value,
@@ -99,9 +105,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 );
             }
             for (name, default, help) in StutterpParams::list() {
-                println!("{:<45} {:>10}  {}", name, default, help);
+                outln!("{:<45} {:>10}  {}", name, default, help);
             }
-            println!(
+            outln!(
                 "{:<45} {:>10}  the random seed, as --seed; `--sweep seed=1,2,3` repeats each run with other seeds",
                 "seed", 1
             );

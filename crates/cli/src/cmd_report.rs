@@ -8,7 +8,6 @@
 //! `--keep-going`.
 
 use std::cmp::Ordering;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -56,13 +55,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         render_text(&report).into_bytes()
     };
-    let mut stdout = std::io::stdout().lock();
-    // A closed pipe (`| head`) is not an error worth a message.
-    if let Err(e) = stdout.write_all(&out).and_then(|()| stdout.flush()) {
-        if e.kind() != std::io::ErrorKind::BrokenPipe {
-            return Err(e).context("cannot write the report to stdout");
-        }
-    }
+    crate::write_file::to_stdout(&out)?;
     if let Some(path) = &args.html {
         crate::write_file::write_whole(path, &render_html(&report))
             .with_context(|| format!("cannot write the HTML report to {}", path.display()))?;

@@ -127,7 +127,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let stop = reclaimlab_host::runner::install_signal_flag()?;
     let outcome = reclaimlab_host::run(&o, stop)?;
     let m = &outcome.meta;
-    println!(
+    outln!(
         "recorded {} ({} on {}, {}): {} vmstat samples, {} mmap latency samples, {} trace lines ({} lost), {} steps; workers used {:.1} s user, {:.1} s system in {:.1} s",
         outcome.record.display(),
         m.workload.name,
@@ -143,14 +143,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         m.duration.elapsed_s,
     );
     for n in &m.capture.notes {
-        println!("  note: {n}");
+        outln!("  note: {n}");
     }
-    println!();
+    outln!();
     match reclaimlab_report::report_from_dirs(
         std::slice::from_ref(&outcome.record),
         reclaimlab_report::Options::default(),
     ) {
-        Ok(r) => print!("{}", reclaimlab_report::render_text(&r)),
+        Ok(r) => crate::write_file::to_stdout(reclaimlab_report::render_text(&r))?,
         Err(e) => {
             eprintln!("reclaimlab run: warning: the record was written but cannot be reported: {e}")
         }

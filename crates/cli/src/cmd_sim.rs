@@ -457,7 +457,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let report = reclaimlab_report::report_from_dirs(&dirs, reclaimlab_report::Options::default())
         .context("cannot read back the records just written")?;
-    print!("{}", reclaimlab_report::render_text(&report));
+    crate::write_file::to_stdout(reclaimlab_report::render_text(&report))?;
     let html = args.html.clone().unwrap_or_else(|| out.join("report.html"));
     crate::write_file::write_whole(&html, &reclaimlab_report::render_html(&report))
         .with_context(|| format!("cannot write {}", html.display()))?;

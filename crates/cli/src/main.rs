@@ -10,6 +10,17 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// `println!` through [`write_file::to_stdout`], in functions that return
+/// `anyhow::Result`: a closed pipe ends the output, not the process.
+macro_rules! outln {
+    () => {
+        $crate::write_file::to_stdout("\n")?
+    };
+    ($($arg:tt)*) => {
+        $crate::write_file::to_stdout(format!("{}\n", format_args!($($arg)*)))?
+    };
+}
+
 mod cmd_doctor;
 mod cmd_import;
 mod cmd_list;

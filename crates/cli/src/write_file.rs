@@ -1,4 +1,5 @@
-//! Writing an output file whole or not at all.
+//! Writing an output file whole or not at all, and standard output without
+//! dying of a closed pipe.
 
 use std::io::Write;
 use std::path::Path;
@@ -33,6 +34,18 @@ pub fn write_whole(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// Writes `bytes` to standard output. A reader that went away
+/// (`reclaimlab list params | head`) is not an error and not a panic: the
+/// rest of the output is dropped and the command goes on (a `run` still
+/// puts the host back). Any other failure is an error that says so.
+pub fn to_stdout(bytes: impl AsRef<[u8]>) -> anyhow::Result<()> {
+    let mut o = std::io::stdout().lock();
+    match o.write_all(bytes.as_ref()).and_then(|()| o.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        r => r.map_err(|e| anyhow::anyhow!("cannot write to standard output: {e}")),
+    }
 }
 
 #[cfg(test)]

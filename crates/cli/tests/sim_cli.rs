@@ -507,3 +507,29 @@ fn a_changed_policy_is_named_in_the_label_and_recorded() {
     assert_eq!(params["spec.worker3.sleep_ms"], "5", "a default");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// A reader that goes away (`reclaimlab list params | head -1`) ends the
+/// output, not the process: exit 0 and no panic, for every command that
+/// prints to stdout.
+#[test]
+fn a_closed_stdout_is_not_a_panic() {
+    for args in [
+        &["list", "params"][..],
+        &["list", "kernels"],
+        &["list", "machines"],
+    ] {
+        let mut child = bin()
+            .args(args)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Close the read end before the child has written: its writes fail
+        // with EPIPE (SIGPIPE is ignored in Rust programs).
+        drop(child.stdout.take());
+        let out = child.wait_with_output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{args:?}: {:?} {err}", out.status);
+        assert!(!err.contains("panicked"), "{args:?}: {err}");
+    }
+}
