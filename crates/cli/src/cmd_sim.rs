@@ -1,4 +1,4 @@
-//! `reclaimlab sim WORKLOAD [--kernel P[,P...]] [--machine M|FILE] [--set K=V]... [--sweep K=V1,V2...]... [--seed N] [--out DIR]`
+//! `reclaimlab sim WORKLOAD [--kernel P[,P...]] [--machine M|FILE] [--set K=V]... [--sweep K=V1,V2...]... [--seed N] [--out DIR] [--json] [--significance ttest|ci]`
 //!
 //! Simulates a workload (a built-in name or a TOML spec) under one or more
 //! kernel profiles and, with `--sweep`, at every point of a parameter grid:
@@ -82,6 +82,14 @@ pub struct Args {
     /// Also write the HTML report here (default: OUT/report.html).
     #[arg(long)]
     pub html: Option<PathBuf>,
+    /// Print the `reclaimlab.report/1` JSON instead of the text tables (as
+    /// `reclaimlab report --json`).
+    #[arg(long)]
+    pub json: bool,
+    /// Significance rule for the `*` marks: `ttest` (mmtests 2018-2024,
+    /// p < 0.10) or `ci` (mmtests since 2024-11, mean ± 1.96·s intervals).
+    #[arg(long, default_value = "ttest", value_parser = ["ttest", "ci"])]
+    pub significance: String,
     /// Also record the per-batch `mm_vmscan_lru_shrink_inactive` events.
     #[arg(long)]
     pub trace_verbose: bool,
@@ -230,6 +238,13 @@ enum Workload {
 
 /// Runs `reclaimlab sim`.
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let significance =
+        reclaimlab_report::Significance::parse(&args.significance).with_context(|| {
+            format!(
+                "--significance {}: expected `ttest` or `ci`",
+                args.significance
+            )
+        })?;
     let crate::machine_arg::Resolved { machine, host_toml } =
         crate::machine_arg::resolve(&args.machine)?;
     let mut profiles: Vec<&'static KernelProfile> = Vec::new();
@@ -455,9 +470,14 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         };
         return Err(e.context(format!("run {name}{also}")));
     }
-    let report = reclaimlab_report::report_from_dirs(&dirs, reclaimlab_report::Options::default())
+    let opts = reclaimlab_report::Options { significance };
+    let report = reclaimlab_report::report_from_dirs(&dirs, opts)
         .context("cannot read back the records just written")?;
-    crate::write_file::to_stdout(reclaimlab_report::render_text(&report))?;
+    if args.json {
+        crate::write_file::to_stdout(reclaimlab_report::render_json(&report))?;
+    } else {
+        crate::write_file::to_stdout(reclaimlab_report::render_text(&report))?;
+    }
     let html = args.html.clone().unwrap_or_else(|| out.join("report.html"));
     crate::write_file::write_whole(&html, &reclaimlab_report::render_html(&report))
         .with_context(|| format!("cannot write {}", html.display()))?;

@@ -533,3 +533,43 @@ fn a_closed_stdout_is_not_a_panic() {
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
 }
+
+/// `sim --json` prints the report's JSON instead of the text, with the
+/// significance rule asked for, and `--sweep seed=…` repeats the run.
+#[test]
+fn sim_prints_json_when_asked() {
+    let d = scratch("json");
+    let machine = file(&d, "tiny.toml", TINY_MACHINE);
+    let spec = file(&d, "spec.toml", TINY_SPEC);
+    let out = d.join("out");
+    let o = bin()
+        .args(["sim", &spec, "--machine", &machine, "--kernel", "v5.16"])
+        .args([
+            "--sweep",
+            "seed=1,2",
+            "--json",
+            "--significance",
+            "ci",
+            "--out",
+        ])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "sim failed:\n{err}");
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(report["schema"], "reclaimlab.report/1");
+    assert_eq!(report["significance"], "ci");
+    let names: Vec<&str> = report["runs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["v5.16,seed=1", "v5.16,seed=2"]);
+    let seed2: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join(names[1]).join("run.json")).unwrap())
+            .unwrap();
+    assert_eq!(seed2["seed"], 2);
+    std::fs::remove_dir_all(&d).unwrap();
+}
