@@ -1,4 +1,4 @@
-//! `reclaimlab report DIR... [--json] [--html FILE] [--significance ttest|ci] [--keep-going]`
+//! `reclaimlab report DIR... [--json] [--html FILE] [--csv FILE] [--significance ttest|ci] [--keep-going]`
 //!
 //! Reads run records (the first is the baseline), prints the mmtests-style
 //! comparison (or the `reclaimlab.report/1` JSON with `--json`), and writes
@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use reclaimlab_report::{
-    render_html, render_json, render_text, report_from_dirs, Options, Significance,
+    render_csv, render_html, render_json, render_text, report_from_dirs, Options, Significance,
 };
 
 /// Arguments of `reclaimlab report`.
@@ -30,6 +30,10 @@ pub struct Args {
     /// Also write a self-contained HTML report (tables and SVG plots) to FILE.
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// Also write every figure as CSV to FILE, a row each:
+    /// `run,table,row,value` (docs/report-csv.md).
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
     /// Significance rule for the `*` marks: `ttest` (mmtests 2018-2024,
     /// p < 0.10) or `ci` (mmtests since 2024-11, mean ± 1.96·s intervals).
     #[arg(long, default_value = "ttest", value_parser = ["ttest", "ci"])]
@@ -60,6 +64,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         crate::write_file::write_whole(path, &render_html(&report))
             .with_context(|| format!("cannot write the HTML report to {}", path.display()))?;
         eprintln!("reclaimlab: HTML report written to {}", path.display());
+    }
+    if let Some(path) = &args.csv {
+        crate::write_file::write_whole(path, &render_csv(&report))
+            .with_context(|| format!("cannot write the CSV report to {}", path.display()))?;
+        eprintln!("reclaimlab: CSV report written to {}", path.display());
     }
     let mut problems = false;
     for r in &report.runs {

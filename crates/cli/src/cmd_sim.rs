@@ -1,4 +1,4 @@
-//! `reclaimlab sim WORKLOAD [--kernel P[,P...]] [--machine M|FILE] [--set K=V]... [--sweep K=V1,V2...]... [--seed N] [--out DIR] [--json] [--significance ttest|ci]`
+//! `reclaimlab sim WORKLOAD [--kernel P[,P...]] [--machine M|FILE] [--set K=V]... [--sweep K=V1,V2...]... [--seed N] [--out DIR] [--json] [--csv FILE] [--significance ttest|ci]`
 //!
 //! Simulates a workload (a built-in name or a TOML spec) under one or more
 //! kernel profiles and, with `--sweep`, at every point of a parameter grid:
@@ -82,6 +82,10 @@ pub struct Args {
     /// Also write the HTML report here (default: OUT/report.html).
     #[arg(long)]
     pub html: Option<PathBuf>,
+    /// Also write every figure as CSV to FILE, a row each:
+    /// `run,table,row,value` (as `reclaimlab report --csv`).
+    #[arg(long, value_name = "FILE")]
+    pub csv: Option<PathBuf>,
     /// Print the `reclaimlab.report/1` JSON instead of the text tables (as
     /// `reclaimlab report --json`).
     #[arg(long)]
@@ -482,5 +486,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     crate::write_file::write_whole(&html, &reclaimlab_report::render_html(&report))
         .with_context(|| format!("cannot write {}", html.display()))?;
     eprintln!("reclaimlab: HTML report: {}", html.display());
+    if let Some(path) = &args.csv {
+        crate::write_file::write_whole(path, &reclaimlab_report::render_csv(&report))
+            .with_context(|| format!("cannot write {}", path.display()))?;
+        eprintln!("reclaimlab: CSV report: {}", path.display());
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -29,6 +29,7 @@ pub mod stats;
 
 use std::path::Path;
 
+pub use format::csv::render_csv;
 pub use format::html::render_html;
 pub use format::json::render_json;
 pub use format::text::render_text;

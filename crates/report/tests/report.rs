@@ -510,3 +510,54 @@ fn cpu_by_task_class_sums_the_records_tasks() {
     assert!(!t.contains("CPU ") && !t.contains("Pages "), "{t}");
     std::fs::remove_dir_all(&tmp).ok();
 }
+
+/// The CSV holds the same figures as the text: one `run,table,row,value`
+/// row each, the run names quoted where they need it.
+#[test]
+fn csv_has_every_figure_in_long_form() {
+    let r = base_new();
+    let bytes = reclaimlab_report::render_csv(&r);
+    let mut rd = csv::Reader::from_reader(&bytes[..]);
+    assert_eq!(rd.headers().unwrap(), vec!["run", "table", "row", "value"]);
+    let rows: Vec<csv::StringRecord> = rd.records().map(|x| x.unwrap()).collect();
+    let get = |run: &str, table: &str, row: &str| -> String {
+        let hits: Vec<&csv::StringRecord> = rows
+            .iter()
+            .filter(|x| &x[0] == run && &x[1] == table && &x[2] == row)
+            .collect();
+        assert_eq!(hits.len(), 1, "{run} {table} {row}");
+        hits[0][3].to_string()
+    };
+    let base = r.runs[0].name.as_str();
+    let new = r.runs[1].name.as_str();
+    assert_eq!(get(base, "ops", "Direct pages scanned"), "9000");
+    assert_eq!(get(base, "ops", "Kswapd efficiency %"), "52.5");
+    assert_eq!(get(base, "duration", "System"), "20.25");
+    assert_eq!(get(base, "latency", "Amean mmap-4"), "5.5");
+    assert_eq!(get(base, "latency", "Samples mmap-4"), "10");
+    assert_eq!(get(base, "latency", "Max-90 mmap-4"), "9");
+    // Against the baseline: mmap-6 is 50 % better in the second run and
+    // significantly so (see latency_statistics_match_hand_computation).
+    assert_eq!(get(new, "latency_vs_baseline", "Amean mmap-6 %"), "50");
+    assert_eq!(
+        get(new, "latency_vs_baseline", "Amean mmap-6 significant"),
+        "1"
+    );
+    assert!(rows
+        .iter()
+        .all(|x| &x[0] != base || &x[1] != "latency_vs_baseline"));
+    assert!(rows
+        .iter()
+        .any(|x| &x[1] == "stalls" && x[2].ends_with(" count")));
+    assert!(rows
+        .iter()
+        .any(|x| &x[1] == "vmstat_delta" && &x[2] == "pgscan_direct"));
+    // A run name with a comma (a sweep's) is one field.
+    let mut swept = base_new();
+    swept.runs[0].name = "v5.16,vm.swappiness=0".into();
+    let bytes = reclaimlab_report::render_csv(&swept);
+    let text = String::from_utf8(bytes.clone()).unwrap();
+    assert!(text.contains("\"v5.16,vm.swappiness=0\",duration,User,"));
+    let mut rd = csv::Reader::from_reader(&bytes[..]);
+    assert!(rd.records().all(|x| x.unwrap().len() == 4));
+}

@@ -1,5 +1,6 @@
 //! Exporters: each turns a [`crate::Report`] into bytes, and nothing else.
 
+pub mod csv;
 pub mod html;
 pub mod json;
 pub mod runs;

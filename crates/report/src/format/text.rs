@@ -127,7 +127,7 @@ fn header(out: &mut String, first_width: usize, widths: &[usize], names: &[&str]
     }
 }
 
-const STATS: [&str; 9] = [
+pub(crate) const STATS: [&str; 9] = [
     "Min",
     "Amean",
     "Stddev",
