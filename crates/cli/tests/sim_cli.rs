@@ -535,7 +535,8 @@ fn a_closed_stdout_is_not_a_panic() {
 }
 
 /// `sim --json` prints the report's JSON instead of the text, with the
-/// significance rule asked for, and `--sweep seed=…` repeats the run.
+/// significance rule asked for, `--csv` writes the CSV too, and
+/// `--sweep seed=…` repeats the run.
 #[test]
 fn sim_prints_json_when_asked() {
     let d = scratch("json");
@@ -550,8 +551,10 @@ fn sim_prints_json_when_asked() {
             "--json",
             "--significance",
             "ci",
-            "--out",
+            "--csv",
         ])
+        .arg(d.join("r.csv"))
+        .arg("--out")
         .arg(&out)
         .output()
         .unwrap();
@@ -571,5 +574,8 @@ fn sim_prints_json_when_asked() {
         serde_json::from_slice(&std::fs::read(out.join(names[1]).join("run.json")).unwrap())
             .unwrap();
     assert_eq!(seed2["seed"], 2);
+    let csv = std::fs::read_to_string(d.join("r.csv")).unwrap();
+    assert!(csv.starts_with("run,table,row,value\n\"v5.16,seed=1\",duration,User,"));
+    assert!(csv.contains("\"v5.16,seed=2\",ops,Direct pages scanned,"));
     std::fs::remove_dir_all(&d).unwrap();
 }
