@@ -60,8 +60,9 @@ impl Slots {
     }
 }
 
-/// Entries per node of a [`SparseSlots`]: the xarray's `XA_CHUNK_SIZE`
-/// (1 << `XA_CHUNK_SHIFT`, 64 on 64-bit builds; include/linux/xarray.h).
+/// Entries per node of a [`SparseSlots`]: the xarray's `XA_CHUNK_SIZE`,
+/// 1 << `XA_CHUNK_SHIFT` (6 unless `CONFIG_BASE_SMALL`; include/linux/xarray.h,
+/// where such a node, `struct xa_node`, is 576 bytes on 64-bit; ours 256).
 const NODE: usize = 64;
 
 /// A page cache's entries as the kernel keeps them in `mapping->i_pages`: an
