@@ -17,6 +17,7 @@ pub use gzthread::GzMembers;
 pub mod import;
 pub mod lines;
 pub mod meta;
+mod partial;
 pub mod reader;
 pub mod trace;
 pub mod vmstat;
