@@ -1,242 +1,17 @@
-//! Importers: external data into run records.
-//!
-//! So that existing captures and mmtests results can be read and compared with
-//! the same report as simulated and real runs, these turn them into ordinary
-//! records with origin `import`:
-//!
-//! - [`import_trace`]: a tracefs `trace`/`trace_pipe` capture or `trace-cmd
-//!   report` output, plain or gzip;
-//! - [`import_mmtests`]: an mmtests results directory (stutterp's mmap-latency
-//!   logs, the `/proc/vmstat` snapshots and `time ::` line of
-//!   `tests-sysstate`/`tests-timestamp`, `CONFIG_HZ` of the saved kconfig, and
-//!   `ftrace-stutterp.gz` if present).
-//!
-//! Policy for bad trace lines: a line that is not an event (comment, header,
-//! lost-events marker) is dropped silently; a garbled line is skipped, counted
-//! in `capture.skipped_lines` and noted (with the first few line numbers) in
-//! `capture.notes`; the import fails only if no line at all parses. A malformed
-//! mmtests file is an error naming `file:line` and the expected format.
+//! An mmtests results directory into a record: where its pieces are, the
+//! mmap-latency logs, and the record written from them.
 
-use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
 use crate::error::{RecordError, Result};
 use crate::lines::{is_gzip, open_maybe_gz, read_error, LineReader};
 use crate::meta::{Origin, ReclaimScope, RunMeta, Step, Workload};
-use crate::trace::{event_subsystem, parse_trace_line, ParseError};
-use crate::vmstat::{parse_vmstat_line, VmstatSnapshot};
 use crate::writer::RecordWriter;
 
-/// How many garbled lines are listed by number in the notes.
-const LISTED_GARBLED: usize = 5;
-
-/// What an import produced.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ImportSummary {
-    /// The record written.
-    pub out: PathBuf,
-    /// Trace lines written to `trace.txt.gz`.
-    pub trace_lines: u64,
-    /// Garbled input lines skipped.
-    pub skipped_lines: u64,
-    /// Events the source reported lost.
-    pub lost_events: u64,
-    /// Steps of the record.
-    pub steps: Vec<u32>,
-    /// Latency samples written.
-    pub latency_samples: u64,
-    /// vmstat rows written.
-    pub vmstat_rows: u64,
-    /// The notes written to `capture.notes`.
-    pub notes: Vec<String>,
-}
-
-/// State of copying one ftrace text stream into a record.
-#[derive(Default)]
-struct TraceCopy {
-    lines_in: u64,
-    written: u64,
-    skipped: u64,
-    lost: u64,
-    first_ns: Option<u64>,
-    last_ns: u64,
-    events: Vec<String>,
-    garbled: Vec<(u64, String)>,
-}
-
-impl TraceCopy {
-    fn run(src: &Path, w: &mut RecordWriter) -> Result<TraceCopy> {
-        let mut st = TraceCopy::default();
-        let gz = is_gzip(src)?;
-        let mut r = LineReader::new(open_maybe_gz(src)?);
-        let mut line_no = 0u64;
-        while let Some(line) = r.next_line() {
-            line_no += 1;
-            let line = match line {
-                Ok(l) => l,
-                Err(e) => return Err(read_error(src, line_no, gz, e)),
-            };
-            let text = match std::str::from_utf8(line) {
-                Ok(t) => t,
-                Err(_) => {
-                    st.garble(line_no, "not UTF-8 text".into());
-                    continue;
-                }
-            };
-            match parse_trace_line(text) {
-                Ok(tl) => {
-                    let ts = tl.timestamp_ns();
-                    if st.first_ns.is_none() {
-                        st.first_ns = Some(ts);
-                    }
-                    st.last_ns = st.last_ns.max(ts);
-                    let ev = tl.event();
-                    if !st.events.iter().any(|e| e == ev) {
-                        st.events.push(ev.to_string());
-                    }
-                    w.trace_line(tl.raw())?;
-                    st.written += 1;
-                }
-                Err(ParseError::LostEvents { lost, .. }) => st.lost += lost,
-                Err(e @ ParseError::Garbled(_)) => st.garble(line_no, e.to_string()),
-                Err(_) => {}
-            }
-        }
-        st.lines_in = line_no;
-        Ok(st)
-    }
-
-    fn garble(&mut self, line: u64, msg: String) {
-        self.skipped += 1;
-        if self.garbled.len() < LISTED_GARBLED {
-            self.garbled.push((line, msg));
-        }
-    }
-
-    fn events(&self) -> Vec<String> {
-        let set: BTreeSet<String> = self
-            .events
-            .iter()
-            .map(|e| match event_subsystem(e) {
-                Some(s) => format!("{s}:{e}"),
-                None => e.clone(),
-            })
-            .collect();
-        set.into_iter().collect()
-    }
-
-    fn notes(&self, src: &Path) -> Vec<String> {
-        let mut notes = Vec::new();
-        if self.skipped > 0 {
-            let listed: Vec<String> = self
-                .garbled
-                .iter()
-                .map(|(l, m)| format!("{}:{l}: {m}", src.display()))
-                .collect();
-            notes.push(format!(
-                "skipped {} garbled trace line(s) of {}; first: {}",
-                self.skipped,
-                self.lines_in,
-                listed.join(" | ")
-            ));
-        }
-        if self.lost > 0 {
-            notes.push(format!(
-                "the source reports {} lost events (ring buffer overruns)",
-                self.lost
-            ));
-        }
-        notes
-    }
-
-    fn nothing_error(&self, src: &Path) -> RecordError {
-        let first = self
-            .garbled
-            .first()
-            .map(|(l, m)| format!("; first garbled line {}:{l}: {m}", src.display()))
-            .unwrap_or_default();
-        RecordError::Import {
-            path: src.to_path_buf(),
-            message: format!(
-                "no ftrace event line found in {} lines ({} garbled){first}. Expected the text of \
-                 /sys/kernel/tracing/trace or trace_pipe, or `trace-cmd report` output, plain or gzip \
-                 (a trace.dat must first go through `trace-cmd report`)",
-                self.lines_in, self.skipped
-            ),
-        }
-    }
-}
-
-/// A file name without `.gz`, `.txt`, `.log` suffixes (for record names).
-fn stem(path: &Path) -> String {
-    let mut s = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "import".into());
-    for suf in [".gz", ".txt", ".log", ".report"] {
-        if let Some(t) = s.strip_suffix(suf) {
-            if !t.is_empty() {
-                s = t.to_string();
-            }
-        }
-    }
-    s
-}
-
-/// Imports an ftrace text file (plain or gzip) into a record at `out`.
-///
-/// The record has origin `import`, kernel `unknown`, reclaim scope `unknown`,
-/// one step (1) spanning the first to the last event, time 0 at the first
-/// event (`capture.trace_time_offset_s` is its timestamp), and only the elapsed
-/// duration (the trace's span). See the module documentation for the handling
-/// of bad lines.
-pub fn import_trace(src: &Path, out: &Path) -> Result<ImportSummary> {
-    let mut meta = RunMeta::new(stem(src), Origin::Import, "unknown");
-    meta.workload = Workload {
-        name: "trace".into(),
-        spec: src.display().to_string(),
-    };
-    meta.reclaim_scope = ReclaimScope::Unknown;
-    meta.params
-        .insert("import.source".into(), src.display().to_string());
-    meta.capture.trace = true;
-    let mut w = RecordWriter::create(out, meta)?;
-    let st = TraceCopy::run(src, &mut w)?;
-    let Some(first) = st.first_ns else {
-        return Err(st.nothing_error(src));
-    };
-    let span_s = (st.last_ns - first) as f64 / 1e9;
-    let mut notes = st.notes(src);
-    notes.push(
-        "imported trace: kernel, machine, CPU time and reclaim scope are unknown; \
-         duration.elapsed_s is the span from the first to the last event"
-            .into(),
-    );
-    let m = w.meta_mut();
-    m.steps = vec![Step {
-        step: 1,
-        start_s: 0.0,
-        end_s: span_s,
-    }];
-    m.duration.elapsed_s = span_s;
-    m.capture.events = st.events();
-    m.capture.lost_events = st.lost;
-    m.capture.trace_time_offset_s = first as f64 / 1e9;
-    m.capture.skipped_lines = st.skipped;
-    m.capture.notes = notes.clone();
-    let out = w.finish()?;
-    Ok(ImportSummary {
-        out,
-        trace_lines: st.written,
-        skipped_lines: st.skipped,
-        lost_events: st.lost,
-        steps: vec![1],
-        latency_samples: 0,
-        vmstat_rows: 0,
-        notes,
-    })
-}
+use super::sysstate::*;
+use super::trace::*;
+use super::*;
 
 /// The format of stutterp's `mmap-latency-N.log` lines (`COUNT LATENCY_NS`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -284,14 +59,14 @@ pub fn import_mmtests(dir: &Path, out: &Path) -> Result<ImportSummary> {
 }
 
 /// Where the pieces of one mmtests iteration are.
-struct Layout {
-    run_name: Option<String>,
-    iter_dir: PathBuf,
-    logs_dir: Option<PathBuf>,
-    notes: Vec<String>,
+pub(super) struct Layout {
+    pub(super) run_name: Option<String>,
+    pub(super) iter_dir: PathBuf,
+    pub(super) logs_dir: Option<PathBuf>,
+    pub(super) notes: Vec<String>,
 }
 
-fn list_dir(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
+pub(super) fn list_dir(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
     let rd = fs::read_dir(dir).map_err(|e| RecordError::io(dir, "listing", e))?;
     let mut v: Vec<(String, PathBuf)> = rd
         .filter_map(|e| e.ok())
@@ -301,12 +76,12 @@ fn list_dir(dir: &Path) -> Result<Vec<(String, PathBuf)>> {
     Ok(v)
 }
 
-fn iter_number(name: &str) -> Option<u32> {
+pub(super) fn iter_number(name: &str) -> Option<u32> {
     name.strip_prefix("iter-").and_then(|n| n.parse().ok())
 }
 
 /// `BASE`, `BASE.gz`, or (older mmtests) `BASE-RUNNAME` in `dir`.
-fn find_state_file(dir: &Path, base: &str) -> Option<PathBuf> {
+pub(super) fn find_state_file(dir: &Path, base: &str) -> Option<PathBuf> {
     for p in [dir.join(base), dir.join(format!("{base}.gz"))] {
         if p.is_file() {
             return Some(p);
@@ -320,13 +95,13 @@ fn find_state_file(dir: &Path, base: &str) -> Option<PathBuf> {
         .map(|(_, p)| p)
 }
 
-fn is_iteration_dir(d: &Path) -> bool {
+pub(super) fn is_iteration_dir(d: &Path) -> bool {
     find_state_file(d, "tests-sysstate").is_some()
         || find_state_file(d, "tests-timestamp").is_some()
         || d.join("stutterp").is_dir()
 }
 
-fn find_logs_dir(iter: &Path) -> Option<PathBuf> {
+pub(super) fn find_logs_dir(iter: &Path) -> Option<PathBuf> {
     for c in [
         iter.join("stutterp").join("logs"),
         iter.join("stutterp"),
@@ -347,7 +122,7 @@ fn find_logs_dir(iter: &Path) -> Option<PathBuf> {
     None
 }
 
-fn locate(dir: &Path, iteration: Option<u32>) -> Result<Layout> {
+pub(super) fn locate(dir: &Path, iteration: Option<u32>) -> Result<Layout> {
     if !dir.is_dir() {
         return Err(RecordError::Import {
             path: dir.to_path_buf(),
@@ -463,13 +238,13 @@ fn locate(dir: &Path, iteration: Option<u32>) -> Result<Layout> {
 }
 
 /// One mmap-latency log: worker count and `(count, latency_ns, line)` entries.
-struct LatencyLog {
-    step: u32,
-    path: PathBuf,
-    entries: Vec<(u64, u64)>,
+pub(super) struct LatencyLog {
+    pub(super) step: u32,
+    pub(super) path: PathBuf,
+    pub(super) entries: Vec<(u64, u64)>,
 }
 
-fn read_latency_logs(logs: &Path) -> Result<Vec<LatencyLog>> {
+pub(super) fn read_latency_logs(logs: &Path) -> Result<Vec<LatencyLog>> {
     let mut out: Vec<LatencyLog> = Vec::new();
     for (name, path) in list_dir(logs)? {
         let Some(rest) = name.strip_prefix("mmap-latency-") else {
@@ -529,209 +304,7 @@ fn read_latency_logs(logs: &Path) -> Result<Vec<LatencyLog>> {
     Ok(out)
 }
 
-/// The parts of `tests-sysstate`/`tests-timestamp` the importer uses.
-#[derive(Default)]
-struct SysState {
-    vm_start: Option<VmstatSnapshot>,
-    vm_end: Option<VmstatSnapshot>,
-    /// (user, system, elapsed)
-    time: Option<(f64, f64, f64)>,
-    mem_total_kb: Option<u64>,
-    cpus: Option<u32>,
-    nodes: Option<u32>,
-    test_begin: Option<u64>,
-    test_end: Option<u64>,
-}
-
-fn parse_sysstate(path: &Path, test: &str, st: &mut SysState) -> Result<()> {
-    let mut raw = Vec::new();
-    let gz = is_gzip(path)?;
-    std::io::Read::read_to_end(&mut open_maybe_gz(path)?, &mut raw)
-        .map_err(|e| read_error(path, 0, gz, e))?;
-    let text = String::from_utf8_lossy(&raw);
-    #[derive(PartialEq)]
-    enum Block {
-        None,
-        VmStart,
-        VmEnd,
-        Meminfo,
-        Schedstat,
-        Zoneinfo,
-    }
-    let mut block = Block::None;
-    let mut snap = VmstatSnapshot::default();
-    let mut seen_test = false;
-    let mut in_test = false;
-    let mut cpus: u32 = 0;
-    let mut nodes: BTreeSet<u32> = BTreeSet::new();
-    let finish = |block: &Block, snap: &mut VmstatSnapshot, st: &mut SysState| match block {
-        Block::VmStart if st.vm_start.is_none() => st.vm_start = Some(std::mem::take(snap)),
-        Block::VmEnd if st.vm_end.is_none() => st.vm_end = Some(std::mem::take(snap)),
-        _ => *snap = VmstatSnapshot::default(),
-    };
-    for (i, line) in text.lines().enumerate() {
-        let ln = i as u64 + 1;
-        if let Some(rest) = line.strip_prefix("test begin :: ") {
-            let mut it = rest.split_whitespace();
-            let first = it.next();
-            if first == Some(test) || first.is_some_and(|f| f.parse::<u64>().is_ok()) {
-                // `test begin :: TEST EPOCH`, or the kvm runner's `test begin :: EPOCH`.
-                seen_test = true;
-                in_test = true;
-                let ts = if first == Some(test) {
-                    it.next()
-                } else {
-                    first
-                };
-                st.test_begin = ts.and_then(|t| t.parse().ok());
-            } else {
-                in_test = false;
-            }
-            finish(&block, &mut snap, st);
-            block = Block::None;
-            continue;
-        }
-        if let Some(rest) = line.strip_prefix("test end :: ") {
-            let mut it = rest.split_whitespace();
-            let first = it.next();
-            if first == Some(test) {
-                st.test_end = it.next().and_then(|t| t.parse().ok());
-            } else if in_test {
-                st.test_end = first.and_then(|t| t.parse().ok());
-            }
-            finish(&block, &mut snap, st);
-            block = Block::None;
-            in_test = false;
-            continue;
-        }
-        if let Some(rest) = line.strip_prefix("time :: ") {
-            finish(&block, &mut snap, st);
-            block = Block::None;
-            let f: Vec<&str> = rest.split_whitespace().collect();
-            if f.first() != Some(&test) && !f.is_empty() {
-                continue;
-            }
-            let num = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok());
-            match (num(1), num(3), num(5)) {
-                (Some(u), Some(s), Some(e))
-                    if f.get(2) == Some(&"user")
-                        && f.get(4) == Some(&"system")
-                        && f.get(6) == Some(&"elapsed") =>
-                {
-                    st.time.get_or_insert((u, s, e));
-                }
-                _ => {
-                    return Err(RecordError::line(
-                        path,
-                        ln,
-                        format!(
-                            "{line:?}: expected `time :: {test} U user S system E elapsed` \
-                             (as /usr/bin/time -f \"%U user %S system %e elapsed\" prints it)"
-                        ),
-                    ))
-                }
-            }
-            continue;
-        }
-        if let Some(rest) = line.strip_prefix("file ") {
-            finish(&block, &mut snap, st);
-            let relevant = in_test || !seen_test;
-            block = match rest.split_once(" :: ") {
-                Some(("start", "/proc/vmstat")) if relevant => Block::VmStart,
-                Some(("end", "/proc/vmstat")) if relevant => Block::VmEnd,
-                Some(("start", "/proc/meminfo")) if relevant => Block::Meminfo,
-                Some(("start", "/proc/schedstat")) if relevant => Block::Schedstat,
-                Some(("start", "/proc/zoneinfo")) if relevant => Block::Zoneinfo,
-                _ => Block::None,
-            };
-            continue;
-        }
-        match block {
-            Block::VmStart | Block::VmEnd => {
-                if line.contains(" :: ") {
-                    // Another mmtests marker ends the block.
-                    finish(&block, &mut snap, st);
-                    block = Block::None;
-                    continue;
-                }
-                match parse_vmstat_line(line) {
-                    Ok(Some((n, v))) => snap.counters.push((n.to_string(), v)),
-                    Ok(None) => {}
-                    Err(m) => {
-                        return Err(RecordError::line(
-                            path,
-                            ln,
-                            format!(
-                                "{m}; inside the `file start/end :: /proc/vmstat` block every line \
-                                 must be a /proc/vmstat line"
-                            ),
-                        ))
-                    }
-                }
-            }
-            Block::Meminfo => {
-                if let Some(v) = line.strip_prefix("MemTotal:") {
-                    let kb = v.trim().trim_end_matches("kB").trim();
-                    if let Ok(kb) = kb.parse::<u64>() {
-                        st.mem_total_kb.get_or_insert(kb);
-                    }
-                }
-            }
-            Block::Schedstat => {
-                if let Some(r) = line.strip_prefix("cpu") {
-                    if r.split_whitespace()
-                        .next()
-                        .is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit()) && !n.is_empty())
-                    {
-                        cpus += 1;
-                    }
-                }
-            }
-            Block::Zoneinfo => {
-                if let Some(r) = line.strip_prefix("Node ") {
-                    if let Some(n) = r.split(',').next().and_then(|n| n.trim().parse().ok()) {
-                        nodes.insert(n);
-                    }
-                }
-            }
-            Block::None => {}
-        }
-    }
-    finish(&block, &mut snap, st);
-    if cpus > 0 {
-        st.cpus.get_or_insert(cpus);
-    }
-    if !nodes.is_empty() {
-        st.nodes.get_or_insert(nodes.len() as u32);
-    }
-    Ok(())
-}
-
-fn read_kernel_version(iter: &Path) -> Option<String> {
-    let t = fs::read_to_string(iter.join("kernel.version")).ok()?;
-    // `uname -a`: Linux HOST RELEASE ...
-    t.split_whitespace().nth(2).map(str::to_string)
-}
-
-/// `CONFIG_HZ` from the `kconfig-RELEASE.txt(.gz)` mmtests saves.
-fn read_kconfig_hz(iter: &Path) -> Option<u32> {
-    let kconfig = list_dir(iter)
-        .ok()?
-        .into_iter()
-        .find(|(n, _)| {
-            n.starts_with("kconfig-") && (n.ends_with(".txt.gz") || n.ends_with(".txt"))
-        })?
-        .1;
-    let mut r = LineReader::new(open_maybe_gz(&kconfig).ok()?);
-    while let Some(Ok(line)) = r.next_line() {
-        if let Some(v) = line.strip_prefix(b"CONFIG_HZ=") {
-            return std::str::from_utf8(v).ok()?.trim().parse().ok();
-        }
-    }
-    None
-}
-
-fn find_ftrace(iter: &Path, test: &str) -> Option<PathBuf> {
+pub(super) fn find_ftrace(iter: &Path, test: &str) -> Option<PathBuf> {
     [format!("ftrace-{test}.gz"), format!("ftrace-{test}")]
         .into_iter()
         .map(|n| iter.join(n))
