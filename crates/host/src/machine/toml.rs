@@ -1,0 +1,250 @@
+//! The host's machine profile as a machine-file TOML.
+
+use crate::error::{human_bytes, HostError, Result};
+
+use super::*;
+
+/// A TOML basic string.
+pub(super) fn toml_str(s: &str) -> String {
+    let mut o = String::with_capacity(s.len() + 2);
+    o.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => o.push_str("\\\""),
+            '\\' => o.push_str("\\\\"),
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
+                o.push_str(&format!("\\u{:04x}", c as u32));
+            }
+            c => o.push(c),
+        }
+    }
+    o.push('"');
+    o
+}
+
+/// The machine profile as machine-file TOML (`reclaimlab_kernel::machine`'s
+/// fields), with comments saying where each figure came from. Pure: the facts
+/// and the bandwidth are given. Also returns warnings for the user (sizes
+/// `run` would refuse).
+pub fn machine_toml(
+    arg: &HostArg,
+    facts: &HostFacts,
+    bw: &Bandwidth,
+) -> Result<(String, Vec<String>)> {
+    let mut warnings = Vec::new();
+    let (memory, mem_note) = match arg.memory {
+        HostMemory::All => (
+            facts.mem_total,
+            "MemTotal (as `run --scope host`)".to_string(),
+        ),
+        HostMemory::Limit(b) => {
+            let label = size_arg(b);
+            if b < 64 * MIB {
+                return Err(HostError::with_fix(
+                    format!("--machine host:{label}: too small; the simulator needs at least 64 MiB (and `run --memory` at least 256 MiB)"),
+                    "--machine host:1G",
+                ));
+            }
+            if b > facts.mem_total {
+                return Err(HostError::with_fix(
+                    format!(
+                        "--machine host:{label}: more than this host's {} of RAM",
+                        human_bytes(facts.mem_total)
+                    ),
+                    format!(
+                        "--machine host:all for the whole machine, or at most host:{}M",
+                        facts.mem_total / MIB
+                    ),
+                ));
+            }
+            if b < 256 * MIB {
+                warnings.push(format!(
+                    "host:{label}: `run --memory` refuses less than 256 MiB for stutterp"
+                ));
+            }
+            if b > facts.mem_total / 10 * 9 {
+                warnings.push(format!(
+                    "host:{label}: `run --memory` refuses more than 90% of RAM; the matching real run is `--scope host` (`--machine host:all`)"
+                ));
+            }
+            (
+                b,
+                format!("the memory cgroup limit (as `run --memory {label}`), simulated as a machine of\n#   that size: the simulator has only the root memcg, so global reclaim (kswapd, direct)\n#   stands in for the real run's limit reclaim"),
+            )
+        }
+    };
+    let memory_mib = memory / MIB;
+    if memory_mib > 4 * 1024 * 1024 {
+        return Err(HostError::with_fix(
+            format!(
+                "--machine host: {} of memory is more than the simulator's 4 TiB",
+                human_bytes(memory)
+            ),
+            "--machine host:SIZE with a smaller SIZE",
+        ));
+    }
+    let swap = facts.swap_total + arg.swap_file.unwrap_or(0);
+    let swap_note = match (facts.swap_total, arg.swap_file) {
+        (0, None) => {
+            warnings.push("this host has no swap: stutterp's anon hogs cannot be reclaimed (the real run needs --swap-file SIZE; add swap=SIZE to match it)".into());
+            "none active".to_string()
+        }
+        (s, None) => format!("active swap ({})", human_bytes(s)),
+        (s, Some(f)) => format!(
+            "active swap ({}) + {} as `run --swap-file {}` adds",
+            human_bytes(s),
+            human_bytes(f),
+            size_arg(f)
+        ),
+    };
+    // The simulator splits memory evenly over nodes and needs a CPU and
+    // 32 MiB per node.
+    let nodes = facts
+        .nodes
+        .min(facts.cpus)
+        .min((memory_mib / 32).max(1) as u32)
+        .max(1);
+    let nodes_note = if nodes == facts.nodes {
+        "/sys/devices/system/node".to_string()
+    } else {
+        format!(
+            "{} in /sys/devices/system/node, capped at one per CPU and per 32 MiB",
+            facts.nodes
+        )
+    };
+    // A single spinning disk streams at most ~300 MB/s; virtual disks (virtio,
+    // Xen) often say `rotational` whatever is behind them.
+    const SPINNING_MAX_MB_S: f64 = 300.0;
+    let (dev_name, rotational, dev_note) = match &facts.device {
+        Some(d) => {
+            let fastest = bw.write_mb_s.max(if bw.read_measured { bw.read_mb_s } else { 0.0 });
+            let rotating = d.rotational && fastest <= SPINNING_MAX_MB_S;
+            let kind = match (d.rotational, rotating) {
+                (true, true) => "rotating".to_string(),
+                (true, false) => format!(
+                    "says rotational but moves {fastest:.0} MB/s, more than a spinning disk can: taken as flash"
+                ),
+                _ => "flash or virtual".to_string(),
+            };
+            (
+                d.name.clone(),
+                rotating,
+                format!(
+                    "{}: {kind}; queue/nr_requests {}",
+                    d.name,
+                    d.nr_requests.map_or("unknown".into(), |n| n.to_string())
+                ),
+            )
+        }
+        None => (
+            "data".to_string(),
+            false,
+            "no block device found under it (overlay, network or device-mapper without sysfs); named `data`".to_string(),
+        ),
+    };
+    // Latency, seek and queue depth are not measured: the defaults of the
+    // built-in machines by kind.
+    let (latency_us, seek_us, queue_depth) = if rotational {
+        (200.0, 6000.0, 32)
+    } else {
+        (80.0, 20.0, 32)
+    };
+    // blk-mq unless the kernel predates 5.0 and the disk has no `mq` directory.
+    let single_queue = matches!(&facts.device, Some(d) if !d.mq)
+        && facts
+            .kernel
+            .split('.')
+            .next()
+            .and_then(|m| m.parse::<u32>().ok())
+            .is_some_and(|m| m < 5);
+    let layer = if single_queue {
+        "single-queue"
+    } else {
+        "blk-mq"
+    };
+    let name = "host";
+    let mem_label = match arg.memory {
+        HostMemory::All => format!("all {}", human_bytes(memory)),
+        HostMemory::Limit(b) => format!("a {} cgroup", human_bytes(b)),
+    };
+    let description = format!(
+        "this host ({}{}): {} CPUs, {} of {} RAM, {} swap, {} writing {:.0} MB/s (measured {})",
+        facts.hostname,
+        if facts.hostname.is_empty() {
+            facts.kernel.clone()
+        } else {
+            format!(", {}", facts.kernel)
+        },
+        facts.cpus,
+        mem_label,
+        human_bytes(facts.mem_total),
+        human_bytes(swap),
+        dev_name,
+        bw.write_mb_s,
+        utc_date(bw.when_unix)
+    );
+    let read_note = if bw.read_measured {
+        "measured: sequential 1 MiB reads of that file after dropping its cached pages".to_string()
+    } else {
+        "ESTIMATED as equal to the write bandwidth (the file's cached pages could not be dropped to measure it)".to_string()
+    };
+    let mut t = String::new();
+    t.push_str(&format!(
+        "# This host as a reclaimlab machine profile (`sim --machine host`); bandwidth measured {}.\n\
+         # Pass this file to `sim --machine FILE` to repeat a run exactly; `--machine host`\n\
+         # measures again after a day (the bandwidth varies between measurements).\n\
+         # host: {}   kernel: {}\n\
+         # cpus: sched_getaffinity of the process; nodes: {nodes_note}\n\
+         # memory: {mem_note}; MemTotal {}\n\
+         # swap: {swap_note}\n\
+         # data device: the one holding {} ({dev_note})\n\
+         # write_mb_s: measured, `dd if=/dev/zero bs=1M count={} conv=fdatasync` in {} (run's calibration write)\n\
+         # read_mb_s: {read_note}\n\
+         # latency_us, seek_us, queue_depth: not measured; defaults for a {} device\n\
+         # layer: {layer} (from the disk's sysfs `mq` directory and the kernel version)\n\
+         # scheduler, max_sectors_kb, wbt_lat_usec: the disk's sysfs queue settings, where readable\n",
+        utc_date(bw.when_unix),
+        facts.hostname,
+        facts.kernel,
+        human_bytes(facts.mem_total),
+        facts.dir.display(),
+        bw.mib,
+        facts.dir.display(),
+        if rotational { "rotating" } else { "flash" },
+    ));
+    t.push_str(&format!("name = {}\n", toml_str(name)));
+    t.push_str(&format!("description = {}\n", toml_str(&description)));
+    t.push_str(&format!("cpus = {}\n", facts.cpus));
+    t.push_str(&format!("nodes = {nodes}\n"));
+    t.push_str(&format!("memory_mib = {memory_mib}\n"));
+    t.push_str(&format!("swap_mib = {}\n", swap / MIB));
+    t.push_str("\n[[devices]]\n");
+    t.push_str(&format!("name = {}\n", toml_str(&dev_name)));
+    t.push_str(&format!("layer = {}\n", toml_str(layer)));
+    t.push_str(&format!("write_mb_s = {:.1}\n", bw.write_mb_s));
+    t.push_str(&format!("read_mb_s = {:.1}\n", bw.read_mb_s));
+    t.push_str(&format!("latency_us = {latency_us:.1}\n"));
+    t.push_str(&format!("seek_us = {seek_us:.1}\n"));
+    t.push_str(&format!("queue_depth = {queue_depth}\n"));
+    // The block layer's own settings, as sysfs has them (the simulator
+    // models none, mq-deadline and blk-wbt; another scheduler is noted and
+    // left to the default).
+    if let Some(d) = &facts.device {
+        match d.scheduler.as_deref() {
+            Some(sched @ ("none" | "mq-deadline")) if !single_queue => {
+                t.push_str(&format!("scheduler = {}\n", toml_str(sched)));
+            }
+            Some(other) => t.push_str(&format!(
+                "# scheduler: {other} on this host (not modelled; the kernel's default is used)\n"
+            )),
+            None => {}
+        }
+        if let Some(kb) = d.max_sectors_kb {
+            t.push_str(&format!("max_sectors_kb = {kb}\n"));
+        }
+        if let Some(us) = d.wbt_lat_usec {
+            t.push_str(&format!("wbt_lat_usec = {us}\n"));
+        }
+    }
+    Ok((t, warnings))
+}
