@@ -115,7 +115,7 @@ pub struct Kernel {
     /// between calls so that putting a batch back allocates nothing.
     pub lru_scratch: [Vec<crate::mm::page::Pfn>; crate::mm::page::NR_LRU_LISTS],
     /// Pfn vectors given back by reclaim batches and fault runs, for the
-    /// next ([`Kernel::pfn_vec`]).
+    /// next (`Kernel::pfn_vec`).
     pub spare_pfn_vecs: Vec<Vec<crate::mm::page::Pfn>>,
     /// Files by id.
     pub files: Vec<File>,

@@ -64,8 +64,8 @@ type Job = (u64, Payload);
 type Done = (u64, io::Result<Vec<u8>>, Vec<u8>);
 
 /// Gzip members built in memory on the caller's thread, cut as
-/// [`GzThread`] cuts them (every 1 MiB of input), for a writer to put into
-/// its file later ([`GzThread::write_members`]): how the simulation of one
+/// `GzThread` cuts them (every 1 MiB of input), for a writer to put into
+/// its file later (`GzThread::write_members`): how the simulation of one
 /// step, running beside others, holds its trace until the steps before it
 /// are in the record. About a tenth of the text's size.
 #[derive(Default)]

@@ -8,7 +8,7 @@
 //! inode per round, resuming at `writeback_index`; `balance_dirty_pages`
 //! uses the global position control (`pos_ratio`, a cubic around the
 //! setpoint between freerun and the limit) with a dirty rate limit of the
-//! estimated write bandwidth shared by the active dirtiers ([`bandwidth`]),
+//! estimated write bandwidth shared by the active dirtiers (`bandwidth`),
 //! pauses capped by `wb_max_pause`; no per-wb share.
 
 mod bandwidth;
