@@ -168,7 +168,7 @@ impl Signals {
 }
 
 /// Removes what is left of this process's partial records in `out` (dropping
-/// an unfinished [`RecordWriter`] already removes its own; this catches one
+/// an unfinished [`reclaimlab_record::RecordWriter`] already removes its own; this catches one
 /// whose removal failed). Returns the ones that could not be removed.
 fn remove_own_partials(out: &Path) -> Vec<PathBuf> {
     let suffix = format!(".partial-{}", std::process::id());
