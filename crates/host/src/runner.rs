@@ -420,10 +420,37 @@ enum Source {
     Spec(Spec),
 }
 
-fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Result<RunOutcome> {
+/// What a run will do, worked out before anything on the host is created:
+/// the parameters and sysctls, the steps, the names and directories.
+struct RunPlan {
+    params: StutterpParams,
+    sysctls: Vec<Sysctl>,
+    /// Leftovers of crashed runs undone first (for the outcome).
+    cleaned: Vec<String>,
+    ctrl: Option<cgroup::MemoryController>,
+    fio_path: PathBuf,
+    /// The memory the workload is sized for, bytes.
+    memory: u64,
+    cpus: u32,
+    /// `vm.dirty_ratio` as the run will have it.
+    dirty_after: u32,
+    sizing_ratio: Option<u32>,
+    steps_work: Vec<plan::StepWork>,
+    duration_s: f64,
+    spec_warmup: Option<f64>,
+    /// `reclaimlab-PID`: the cgroup's, data directory's and swap file's name.
+    name: String,
+    data_parent: PathBuf,
+    out: PathBuf,
+}
+
+/// Steps 1–2 of a run (see the module documentation): undoes the leftovers
+/// of crashed runs, then checks and plans everything that can be checked
+/// before the host is touched.
+fn plan_run(opts: &RunOptions, source: &Source) -> Result<RunPlan> {
     let mut params = StutterpParams::default();
     let sysctls = apply_sets(opts, &mut params)?;
-    if let Source::Spec(_) = &source {
+    if let Source::Spec(_) = source {
         if let Some((k, _)) = opts.sets.iter().find(|(k, _)| k.starts_with("stutterp.")) {
             return Err(HostError::with_fix(
                 format!("--set {k}: stutterp parameters do not apply to a workload spec"),
@@ -453,7 +480,7 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
         .and_then(|s| s.value.trim().parse().ok())
         .unwrap_or(machine_dirty);
     let mut sizing_ratio = None;
-    let (steps_work, duration_s, spec_warmup) = match &source {
+    let (steps_work, duration_s, spec_warmup) = match source {
         Source::Stutterp => {
             let sizing = params
                 .sizing(memory, dirty_after)
@@ -516,7 +543,7 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_secs())
             .unwrap_or(0);
-        let wl = match &source {
+        let wl = match source {
             Source::Stutterp => "stutterp".to_string(),
             Source::Spec(s) => s
                 .name
@@ -535,6 +562,45 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
             "choose another --out, or remove it",
         ));
     }
+    Ok(RunPlan {
+        params,
+        sysctls,
+        cleaned,
+        ctrl,
+        fio_path,
+        memory,
+        cpus,
+        dirty_after,
+        sizing_ratio,
+        steps_work,
+        duration_s,
+        spec_warmup,
+        name,
+        data_parent,
+        out,
+    })
+}
+
+/// Steps 3–7 of a run (see the module documentation), on the plan of
+/// [`plan_run`].
+fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Result<RunOutcome> {
+    let RunPlan {
+        params,
+        sysctls,
+        cleaned,
+        ctrl,
+        fio_path,
+        memory,
+        cpus,
+        dirty_after,
+        sizing_ratio,
+        steps_work,
+        duration_s,
+        spec_warmup,
+        name,
+        data_parent,
+        out,
+    } = plan_run(opts, &source)?;
 
     // 3. Create things, logging each first.
     let mut res = Resources {
