@@ -235,6 +235,15 @@ fn real_run_records_throttling_and_vmstat() {
         .iter()
         .any(|e| e == "vmscan:mm_vmscan_throttled"));
     assert!(meta.duration.system_s > 0.0 && meta.duration.elapsed_s > 40.0);
+    // The cgroup's own counters since the start are noted.
+    assert!(
+        meta.capture
+            .notes
+            .iter()
+            .any(|n| n.starts_with("cgroup memory.stat deltas (") && n.contains("pgfault +")),
+        "notes: {:?}",
+        meta.capture.notes
+    );
 
     // Trace: mm_vmscan_throttled events, every line in the kernel's format.
     let mut throttled = 0;

@@ -420,6 +420,62 @@ enum Source {
     Spec(Spec),
 }
 
+/// The cgroup's memory pressure (cgroup v2 has per-group PSI), if readable.
+fn cgroup_psi(sb: &Sandbox) -> Option<sys::Psi> {
+    fs::read_to_string(sb.dir.join("memory.pressure"))
+        .ok()
+        .as_deref()
+        .and_then(sys::parse_psi)
+}
+
+/// The capture notes of the run's cgroup at its end: its `memory.stat`
+/// counters since `stat0`, its peak usage, and its memory pressure since
+/// `psi0`.
+fn cgroup_notes(sb: &Sandbox, stat0: &[(String, u64)], psi0: Option<sys::Psi>) -> Vec<String> {
+    let mut notes = Vec::new();
+    let stat1 = sb.memory_stat();
+    let delta = |k: &str| {
+        let a = stat0.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
+        let b = stat1.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
+        b.map(|b| b.saturating_sub(a.unwrap_or(0)))
+    };
+    let keys = [
+        "pgpgin",
+        "pgpgout",
+        "pgfault",
+        "pgmajfault",
+        "pgscan",
+        "pgsteal",
+        "pgrefill",
+        "pgactivate",
+        "pgdeactivate",
+        "workingset_refault_anon",
+        "workingset_refault_file",
+    ];
+    let parts: Vec<String> = keys
+        .iter()
+        .filter_map(|k| delta(k).map(|v| format!("{k} +{v}")))
+        .collect();
+    if !parts.is_empty() {
+        notes.push(format!(
+            "cgroup memory.stat deltas ({}): {}",
+            sb.dir.display(),
+            parts.join(", ")
+        ));
+    }
+    if let Some(p) = sb.peak_bytes() {
+        notes.push(format!("cgroup peak memory usage {}", human_bytes(p)));
+    }
+    if let (Some(a), Some(b)) = (psi0, cgroup_psi(sb)) {
+        notes.push(format!(
+            "psi memory (the cgroup's memory.pressure): some {:.3} s, full {:.3} s stalled during the run",
+            b.some.total_us.saturating_sub(a.some.total_us) as f64 / 1e6,
+            b.full.total_us.saturating_sub(a.full.total_us) as f64 / 1e6,
+        ));
+    }
+    notes
+}
+
 /// What a run will do, worked out before anything on the host is created:
 /// the parameters and sysctls, the steps, the names and directories.
 struct RunPlan {
@@ -989,14 +1045,7 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
         .as_ref()
         .map(|s| s.memory_stat())
         .unwrap_or_default();
-    // cgroup v2 has per-group PSI.
-    let cg_psi = |sb: &Sandbox| {
-        fs::read_to_string(sb.dir.join("memory.pressure"))
-            .ok()
-            .as_deref()
-            .and_then(sys::parse_psi)
-    };
-    let cg_psi0 = sandbox.as_ref().and_then(cg_psi);
+    let cg_psi0 = sandbox.as_ref().and_then(cgroup_psi);
 
     // 5. The steps.
     let mut steps: Vec<Step> = Vec::new();
@@ -1216,46 +1265,7 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
         notes.push("psi: /proc/pressure/memory not available".into());
     }
     if let Some(sb) = &sandbox {
-        let stat1 = sb.memory_stat();
-        let delta = |k: &str| {
-            let a = stat0.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
-            let b = stat1.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
-            b.map(|b| b.saturating_sub(a.unwrap_or(0)))
-        };
-        let keys = [
-            "pgpgin",
-            "pgpgout",
-            "pgfault",
-            "pgmajfault",
-            "pgscan",
-            "pgsteal",
-            "pgrefill",
-            "pgactivate",
-            "pgdeactivate",
-            "workingset_refault_anon",
-            "workingset_refault_file",
-        ];
-        let parts: Vec<String> = keys
-            .iter()
-            .filter_map(|k| delta(k).map(|v| format!("{k} +{v}")))
-            .collect();
-        if !parts.is_empty() {
-            notes.push(format!(
-                "cgroup memory.stat deltas ({}): {}",
-                sb.dir.display(),
-                parts.join(", ")
-            ));
-        }
-        if let Some(p) = sb.peak_bytes() {
-            notes.push(format!("cgroup peak memory usage {}", human_bytes(p)));
-        }
-        if let (Some(a), Some(b)) = (cg_psi0, cg_psi(sb)) {
-            notes.push(format!(
-                "psi memory (the cgroup's memory.pressure): some {:.3} s, full {:.3} s stalled during the run",
-                b.some.total_us.saturating_sub(a.some.total_us) as f64 / 1e6,
-                b.full.total_us.saturating_sub(a.full.total_us) as f64 / 1e6,
-            ));
-        }
+        notes.extend(cgroup_notes(sb, &stat0, cg_psi0));
     }
     if interrupted {
         notes.push(format!(
