@@ -28,7 +28,7 @@ const COLORS: [RGBColor; 8] = [
     RGBColor(127, 127, 127),
 ];
 
-fn esc(s: &str) -> String {
+pub(super) fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -43,12 +43,12 @@ fn esc(s: &str) -> String {
     o
 }
 
-struct Line {
-    name: String,
-    points: Vec<(f64, f64)>,
+pub(super) struct Line {
+    pub(super) name: String,
+    pub(super) points: Vec<(f64, f64)>,
 }
 
-fn draw_lines<X>(
+pub(super) fn draw_lines<X>(
     title: &str,
     x_desc: &str,
     y_desc: &str,
@@ -104,7 +104,7 @@ where
     }
 }
 
-fn bounds(lines: &[Line]) -> Option<(f64, f64, f64, f64)> {
+pub(super) fn bounds(lines: &[Line]) -> Option<(f64, f64, f64, f64)> {
     let mut it = lines
         .iter()
         .flat_map(|l| l.points.iter())
@@ -407,6 +407,7 @@ pub fn render_html(report: &Report) -> Vec<u8> {
         "<h2>Comparison (mmtests compare format)</h2>\n<pre>{}</pre>",
         esc(&render_text(report))
     );
+    super::sweep::sweep_plots(report, &mut out);
     out.push_str("<h2>Latency distributions</h2>\n<div class=\"plots\">\n");
     latency_plots(report, &mut out);
     out.push_str("</div>\n<h2>Reclaim velocity: kswapd vs direct</h2>\n<div class=\"plots\">\n");

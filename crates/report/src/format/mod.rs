@@ -4,4 +4,5 @@ pub mod csv;
 pub mod html;
 pub mod json;
 pub mod runs;
+mod sweep;
 pub mod text;

@@ -719,4 +719,82 @@ mod tests {
         let html = String::from_utf8(crate::format::html::render_html(&two)).unwrap();
         assert!(html.contains("<title>reclaimlab report: p=1 vs p=2</title>"));
     }
+
+    /// A numeric sweep gets plots of its figures against the swept value,
+    /// a line per kernel; a seed sweep, or too few values, none.
+    #[test]
+    fn a_numeric_sweep_is_plotted_against_its_values() {
+        let mk = |kernel: &str, t: u32, ms: f64| {
+            let mut r = run(
+                &format!("{kernel},t={t}"),
+                &[(4, ms), (4, ms + 1.0)],
+                Duration::default(),
+                &[("pgscan_direct", i64::from(t))],
+            );
+            r.meta.settings = vec![
+                ("kernel".into(), kernel.into()),
+                ("seed".into(), "1".into()),
+                ("t".into(), t.to_string()),
+            ];
+            r
+        };
+        let mut runs = Vec::new();
+        for k in ["v5.15", "v5.16"] {
+            for (t, ms) in [(1000, 10.0), (10, 30.0), (100, 20.0)] {
+                runs.push(mk(k, t, ms));
+            }
+        }
+        let r = build_report(&runs, Options::default());
+        let html = String::from_utf8(crate::format::html::render_html(&r)).unwrap();
+        let sweep = &html[html
+            .find("<h2>Sweep: figures against t</h2>")
+            .expect("sweep plots")..];
+        let sweep = &sweep[..sweep.find("<h2>Latency distributions").unwrap()];
+        assert!(
+            sweep.contains("Amean mmap-4 against t")
+                && sweep.contains("Direct pages scanned against t")
+        );
+        // Two lines (the kernels) of three points each, in x order, on the
+        // first plot: log x (10 to 1000), so evenly spaced.
+        let first = &sweep[..sweep.find("</svg>").unwrap()];
+        let lines: Vec<&str> = first
+            .split("stroke-width=\"2\" points=\"")
+            .skip(1)
+            .map(|p| &p[..p.find('"').unwrap()])
+            .filter(|p| p.split_whitespace().count() == 3)
+            .collect();
+        assert_eq!(lines.len(), 2, "{first}");
+        let xs: Vec<f64> = lines[0]
+            .split_whitespace()
+            .map(|xy| xy.split(',').next().unwrap().parse().unwrap())
+            .collect();
+        assert!(xs[0] < xs[1] && xs[1] < xs[2]);
+        assert!(((xs[1] - xs[0]) - (xs[2] - xs[1])).abs() <= 1.0, "{xs:?}");
+        // Only two values, or only seeds: no sweep plots.
+        let two: Vec<RunInput> = runs
+            .iter()
+            .filter(|r| !r.meta.name.ends_with("=100"))
+            .cloned()
+            .collect();
+        let html = String::from_utf8(crate::format::html::render_html(&build_report(
+            &two,
+            Options::default(),
+        )))
+        .unwrap();
+        assert!(!html.contains("<h2>Sweep"));
+        let seeds: Vec<RunInput> = (1..=3)
+            .map(|s| {
+                let mut r = mk("v5.16", 10, 10.0);
+                r.meta.name = format!("v5.16,seed={s}");
+                r.meta.settings[1].1 = s.to_string();
+                r
+            })
+            .collect();
+        let html = String::from_utf8(crate::format::html::render_html(&build_report(
+            &seeds,
+            Options::default(),
+        )))
+        .unwrap();
+        assert!(!html.contains("<h2>Sweep"));
+    }
 }
