@@ -309,6 +309,15 @@ pub struct Report {
     pub runs: Vec<RunReport>,
 }
 
+impl RunReport {
+    /// Seconds slept in every traced stall (throttled, congestion_wait,
+    /// wait_iff_congested), if the run has a trace with any.
+    pub fn stalled_s(&self) -> Option<f64> {
+        (!self.stall_summary.is_empty())
+            .then(|| self.stall_summary.iter().map(|s| s.total_delay_s).sum())
+    }
+}
+
 impl Report {
     /// True if some trace was cut short (truncated gzip).
     pub fn has_truncated_trace(&self) -> bool {

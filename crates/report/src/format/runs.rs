@@ -77,16 +77,7 @@ pub fn runs_table(out: &mut String, report: &Report) {
     ));
     cols.push((
         "Stalled s".into(),
-        Box::new(|r: &RunReport| {
-            (!r.stall_summary.is_empty()).then(|| {
-                let us: f64 = r
-                    .stall_summary
-                    .iter()
-                    .map(|s| s.count as f64 * s.mean_delay_us)
-                    .sum();
-                format!("{:.2}", us / 1e6)
-            })
-        }),
+        Box::new(|r: &RunReport| r.stalled_s().map(|s| format!("{s:.2}"))),
     ));
 
     let cells: Vec<Vec<String>> = report

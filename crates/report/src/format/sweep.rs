@@ -88,16 +88,7 @@ pub(crate) fn sweep_plots(report: &Report, out: &mut String) -> bool {
     figures.push((
         "Seconds slept in traced stalls".into(),
         "seconds",
-        Box::new(|r: &RunReport| {
-            (!r.stall_summary.is_empty()).then(|| {
-                let us: f64 = r
-                    .stall_summary
-                    .iter()
-                    .map(|s| s.count as f64 * s.mean_delay_us)
-                    .sum();
-                us / 1e6
-            })
-        }),
+        Box::new(|r: &RunReport| r.stalled_s()),
     ));
     // A log x axis when the values span two decades or more (timeouts
     // from 1 ms to 500 ms), as long as all are positive.
