@@ -476,6 +476,48 @@ fn cgroup_notes(sb: &Sandbox, stat0: &[(String, u64)], psi0: Option<sys::Psi>) -
     notes
 }
 
+/// `run`'s calibration write (step 4): `dd` of `mib` MiB into `data`, in
+/// the cgroup, timed; the file is removed. Returns the seconds it took. A
+/// stop request kills it and is an error (the caller's guards clean up).
+fn calibrate(
+    data: &Path,
+    mib: u64,
+    procs: &[PathBuf],
+    sandbox: Option<&Sandbox>,
+    stop: &AtomicBool,
+) -> Result<f64> {
+    let f = data.join("ddfile");
+    say(&format!(
+        "calibrating: writing {mib} MiB with dd (conv=fdatasync) for the warmup"
+    ));
+    let t = sys::mono_ns();
+    let mut cmd = crate::machine::calibration_write(&f, mib);
+    cgroup::place_in(&mut cmd, procs);
+    let child = cmd
+        .spawn()
+        .map_err(|e| HostError::new(format!("cannot run dd for calibration: {e}")))?;
+    let cpid = child.id();
+    while !exited(cpid) && !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(StdDuration::from_millis(100));
+    }
+    if stop.load(Ordering::Relaxed) {
+        if let Some(sb) = sandbox {
+            let _ = sb.kill_all();
+        }
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(cpid as i32, libc::SIGKILL) };
+    }
+    reap(cpid);
+    let secs = (sys::mono_ns() - t) as f64 / 1e9;
+    let _ = fs::remove_file(&f);
+    if stop.load(Ordering::Relaxed) {
+        return Err(HostError::new(
+            "interrupted during calibration; the host is cleaned up",
+        ));
+    }
+    Ok(secs)
+}
+
 /// What a run will do, worked out before anything on the host is created:
 /// the parameters and sysctls, the steps, the names and directories.
 struct RunPlan {
@@ -836,36 +878,7 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
         (Some(w), _) => w,
         (None, Some(w)) => w as f64,
         (None, None) => {
-            let f = data.join("ddfile");
-            say(&format!(
-                "calibrating: writing {} MiB with dd (conv=fdatasync) for the warmup",
-                params.calibrate_mib
-            ));
-            let t = sys::mono_ns();
-            let mut cmd = crate::machine::calibration_write(&f, params.calibrate_mib);
-            cgroup::place_in(&mut cmd, &procs);
-            let child = cmd
-                .spawn()
-                .map_err(|e| HostError::new(format!("cannot run dd for calibration: {e}")))?;
-            let cpid = child.id();
-            while !exited(cpid) && !stop.load(Ordering::Relaxed) {
-                std::thread::sleep(StdDuration::from_millis(100));
-            }
-            if stop.load(Ordering::Relaxed) {
-                if let Some(sb) = &sandbox {
-                    let _ = sb.kill_all();
-                }
-                // SAFETY: signalling our own child.
-                unsafe { libc::kill(cpid as i32, libc::SIGKILL) };
-            }
-            reap(cpid);
-            let secs = (sys::mono_ns() - t) as f64 / 1e9;
-            let _ = fs::remove_file(&f);
-            if stop.load(Ordering::Relaxed) {
-                return Err(HostError::new(
-                    "interrupted during calibration; the host is cleaned up",
-                ));
-            }
+            let secs = calibrate(&data, params.calibrate_mib, &procs, sandbox.as_ref(), &stop)?;
             // MiB written per second, in MB/s (10^6 bytes) as the field says.
             write_mb_s = params.calibrate_mib as f64 * 1.048_576 / secs.max(1e-3);
             let w = params.warmup_from_calibration(secs);
