@@ -476,6 +476,65 @@ fn cgroup_notes(sb: &Sandbox, stat0: &[(String, u64)], psi0: Option<sys::Psi>) -
     notes
 }
 
+/// The trace capture (part of step 3): mounts tracefs if it is not (logged
+/// first), then creates the run's private instance with the requested
+/// events this kernel has. Returns those events (none: no trace, and
+/// `notes` says why).
+fn set_up_trace(
+    res: &mut Resources,
+    mounts: &[sys::Mount],
+    events_spec: &str,
+    name: &str,
+    notes: &mut Vec<String>,
+) -> Result<Vec<String>> {
+    let mut trace_root = tracefs::find_mounted(mounts);
+    if tracefs::requested_events(events_spec).is_empty() {
+        notes.push("no trace captured: capture.events=none".into());
+        trace_root = None;
+    } else if trace_root.is_none() && tracefs::mountable() {
+        match tracefs::mount() {
+            Ok(p) => {
+                res.state.log(Entry::Mount(p.clone()))?;
+                trace_root = Some(p);
+            }
+            Err(e) => notes.push(format!("no trace captured: {e}")),
+        }
+    } else if trace_root.is_none() {
+        notes.push("no trace captured: this kernel has no tracefs (CONFIG_TRACING)".into());
+    }
+    let mut events = Vec::new();
+    if let Some(root) = &trace_root {
+        let (have, lack) = tracefs::available_events(root, &tracefs::requested_events(events_spec));
+        if !lack.is_empty() {
+            notes.push(format!(
+                "requested events this kernel lacks: {}",
+                lack.join(", ")
+            ));
+        }
+        if !root.join("instances").is_dir() {
+            notes.push(format!(
+                "no trace captured: {}/instances is missing and the global buffer is never used",
+                root.display()
+            ));
+        } else if have.is_empty() {
+            notes.push(
+                "no trace captured: none of the reclaim tracepoints exist on this kernel".into(),
+            );
+        } else {
+            let dir = root.join("instances").join(name);
+            res.state.log(Entry::Instance(dir))?;
+            match tracefs::Instance::create(root, name, &have, 8192) {
+                Ok(i) => {
+                    events = have;
+                    res.instance = Some(i);
+                }
+                Err(e) => notes.push(format!("no trace captured: {e}")),
+            }
+        }
+    }
+    Ok(events)
+}
+
 /// `run`'s calibration write (step 4): `dd` of `mib` MiB into `data`, in
 /// the cgroup, timed; the file is removed. Returns the seconds it took. A
 /// stop request kills it and is an error (the caller's guards clean up).
@@ -825,52 +884,7 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
         .map(|(_, v)| v.clone())
         .unwrap_or_else(|| "default".into());
     // Tracefs: mount if needed, then a private instance.
-    let mut trace_root = tracefs::find_mounted(&mounts);
-    if tracefs::requested_events(&events_spec).is_empty() {
-        notes.push("no trace captured: capture.events=none".into());
-        trace_root = None;
-    } else if trace_root.is_none() && tracefs::mountable() {
-        match tracefs::mount() {
-            Ok(p) => {
-                res.state.log(Entry::Mount(p.clone()))?;
-                trace_root = Some(p);
-            }
-            Err(e) => notes.push(format!("no trace captured: {e}")),
-        }
-    } else if trace_root.is_none() {
-        notes.push("no trace captured: this kernel has no tracefs (CONFIG_TRACING)".into());
-    }
-    let mut events = Vec::new();
-    if let Some(root) = &trace_root {
-        let (have, lack) =
-            tracefs::available_events(root, &tracefs::requested_events(&events_spec));
-        if !lack.is_empty() {
-            notes.push(format!(
-                "requested events this kernel lacks: {}",
-                lack.join(", ")
-            ));
-        }
-        if !root.join("instances").is_dir() {
-            notes.push(format!(
-                "no trace captured: {}/instances is missing and the global buffer is never used",
-                root.display()
-            ));
-        } else if have.is_empty() {
-            notes.push(
-                "no trace captured: none of the reclaim tracepoints exist on this kernel".into(),
-            );
-        } else {
-            let dir = root.join("instances").join(&name);
-            res.state.log(Entry::Instance(dir))?;
-            match tracefs::Instance::create(root, &name, &have, 8192) {
-                Ok(i) => {
-                    events = have;
-                    res.instance = Some(i);
-                }
-                Err(e) => notes.push(format!("no trace captured: {e}")),
-            }
-        }
-    }
+    let events = set_up_trace(&mut res, &mounts, &events_spec, &name, &mut notes)?;
 
     // 4. Calibration (before the record's time 0, as mmtests runs it before the loop).
     let mut write_mb_s = 0.0;
