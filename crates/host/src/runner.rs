@@ -476,6 +476,74 @@ fn cgroup_notes(sb: &Sandbox, stat0: &[(String, u64)], psi0: Option<sys::Psi>) -
     notes
 }
 
+/// The run's memory cgroup (part of step 3), both its directories logged
+/// before they are created: limited to `memory` in cgroup scope; in host
+/// scope a group without a limit, only to kill and account the workers.
+/// Returns the reclaim scope's label and the sandbox (none without a
+/// memory controller).
+fn create_sandbox(
+    res: &mut Resources,
+    ctrl: Option<&cgroup::MemoryController>,
+    scope: Scope,
+    memory: u64,
+    mounts: &[sys::Mount],
+    name: &str,
+) -> Result<(&'static str, Option<Sandbox>)> {
+    Ok(match (ctrl, scope) {
+        (Some(c), scope) => {
+            let limit = if scope == Scope::Cgroup {
+                memory
+            } else {
+                u64::MAX
+            };
+            let cpuacct = if c.version == Version::V1 {
+                cgroup::cpuacct_v1_mount(mounts)
+            } else {
+                None
+            };
+            // Log both possible directories before creating them.
+            res.state
+                .log(Entry::Cgroup(c.version, cgroup::group_path(&c.mount, name)))?;
+            if let Some(m) = &cpuacct {
+                res.state
+                    .log(Entry::Cgroup(Version::V1, cgroup::group_path(m, name)))?;
+            }
+            let sb = if scope == Scope::Cgroup {
+                Sandbox::create(c, name, limit, cpuacct.as_deref(), |_| {})?
+            } else {
+                // Host scope: a group without a limit, only to kill and account workers.
+                let sb = Sandbox::create(c, name, u64::MAX / 2, cpuacct.as_deref(), |_| {});
+                match sb {
+                    Ok(mut s) => {
+                        let f = match c.version {
+                            Version::V1 => "memory.limit_in_bytes",
+                            Version::V2 => "memory.max",
+                        };
+                        let _ = sys::write(
+                            s.dir.join(f),
+                            if c.version == Version::V2 {
+                                "max"
+                            } else {
+                                "-1"
+                            },
+                        );
+                        s.limit = 0;
+                        s
+                    }
+                    Err(e) => return Err(e),
+                }
+            };
+            let label = if scope == Scope::Cgroup {
+                c.version.scope_label()
+            } else {
+                "global"
+            };
+            (label, Some(sb))
+        }
+        (None, _) => ("global", None),
+    })
+}
+
 /// The trace capture (part of step 3): mounts tracefs if it is not (logged
 /// first), then creates the run's private instance with the requested
 /// events this kernel has. Returns those events (none: no trace, and
@@ -798,61 +866,8 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
     }
 
     let mounts = sys::mounts();
-    let (scope_label, sandbox) = match (&ctrl, opts.scope) {
-        (Some(c), scope) => {
-            let limit = if scope == Scope::Cgroup {
-                memory
-            } else {
-                u64::MAX
-            };
-            let cpuacct = if c.version == Version::V1 {
-                cgroup::cpuacct_v1_mount(&mounts)
-            } else {
-                None
-            };
-            // Log both possible directories before creating them.
-            res.state.log(Entry::Cgroup(
-                c.version,
-                cgroup::group_path(&c.mount, &name),
-            ))?;
-            if let Some(m) = &cpuacct {
-                res.state
-                    .log(Entry::Cgroup(Version::V1, cgroup::group_path(m, &name)))?;
-            }
-            let sb = if scope == Scope::Cgroup {
-                Sandbox::create(c, &name, limit, cpuacct.as_deref(), |_| {})?
-            } else {
-                // Host scope: a group without a limit, only to kill and account workers.
-                let sb = Sandbox::create(c, &name, u64::MAX / 2, cpuacct.as_deref(), |_| {});
-                match sb {
-                    Ok(mut s) => {
-                        let f = match c.version {
-                            Version::V1 => "memory.limit_in_bytes",
-                            Version::V2 => "memory.max",
-                        };
-                        let _ = sys::write(
-                            s.dir.join(f),
-                            if c.version == Version::V2 {
-                                "max"
-                            } else {
-                                "-1"
-                            },
-                        );
-                        s.limit = 0;
-                        s
-                    }
-                    Err(e) => return Err(e),
-                }
-            };
-            let label = if scope == Scope::Cgroup {
-                c.version.scope_label()
-            } else {
-                "global"
-            };
-            (label, Some(sb))
-        }
-        (None, _) => ("global", None),
-    };
+    let (scope_label, sandbox) =
+        create_sandbox(&mut res, ctrl.as_ref(), opts.scope, memory, &mounts, &name)?;
     res.sandbox = sandbox.clone();
     let procs: Vec<PathBuf> = sandbox
         .as_ref()
