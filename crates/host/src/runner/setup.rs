@@ -1,0 +1,234 @@
+//! Step 3 and 4 of a run, apart from the main line: the memory cgroup, the
+//! trace capture and the calibration write, each logged to the run's state
+//! file before it is created; and the cgroup's notes at the end.
+
+use super::*;
+
+/// The cgroup's memory pressure (cgroup v2 has per-group PSI), if readable.
+pub(super) fn cgroup_psi(sb: &Sandbox) -> Option<sys::Psi> {
+    fs::read_to_string(sb.dir.join("memory.pressure"))
+        .ok()
+        .as_deref()
+        .and_then(sys::parse_psi)
+}
+
+/// The capture notes of the run's cgroup at its end: its `memory.stat`
+/// counters since `stat0`, its peak usage, and its memory pressure since
+/// `psi0`.
+pub(super) fn cgroup_notes(
+    sb: &Sandbox,
+    stat0: &[(String, u64)],
+    psi0: Option<sys::Psi>,
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    let stat1 = sb.memory_stat();
+    let delta = |k: &str| {
+        let a = stat0.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
+        let b = stat1.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
+        b.map(|b| b.saturating_sub(a.unwrap_or(0)))
+    };
+    let keys = [
+        "pgpgin",
+        "pgpgout",
+        "pgfault",
+        "pgmajfault",
+        "pgscan",
+        "pgsteal",
+        "pgrefill",
+        "pgactivate",
+        "pgdeactivate",
+        "workingset_refault_anon",
+        "workingset_refault_file",
+    ];
+    let parts: Vec<String> = keys
+        .iter()
+        .filter_map(|k| delta(k).map(|v| format!("{k} +{v}")))
+        .collect();
+    if !parts.is_empty() {
+        notes.push(format!(
+            "cgroup memory.stat deltas ({}): {}",
+            sb.dir.display(),
+            parts.join(", ")
+        ));
+    }
+    if let Some(p) = sb.peak_bytes() {
+        notes.push(format!("cgroup peak memory usage {}", human_bytes(p)));
+    }
+    if let (Some(a), Some(b)) = (psi0, cgroup_psi(sb)) {
+        notes.push(format!(
+            "psi memory (the cgroup's memory.pressure): some {:.3} s, full {:.3} s stalled during the run",
+            b.some.total_us.saturating_sub(a.some.total_us) as f64 / 1e6,
+            b.full.total_us.saturating_sub(a.full.total_us) as f64 / 1e6,
+        ));
+    }
+    notes
+}
+
+/// The run's memory cgroup (part of step 3), both its directories logged
+/// before they are created: limited to `memory` in cgroup scope; in host
+/// scope a group without a limit, only to kill and account the workers.
+/// Returns the reclaim scope's label and the sandbox (none without a
+/// memory controller).
+pub(super) fn create_sandbox(
+    res: &mut Resources,
+    ctrl: Option<&cgroup::MemoryController>,
+    scope: Scope,
+    memory: u64,
+    mounts: &[sys::Mount],
+    name: &str,
+) -> Result<(&'static str, Option<Sandbox>)> {
+    Ok(match (ctrl, scope) {
+        (Some(c), scope) => {
+            let limit = if scope == Scope::Cgroup {
+                memory
+            } else {
+                u64::MAX
+            };
+            let cpuacct = if c.version == Version::V1 {
+                cgroup::cpuacct_v1_mount(mounts)
+            } else {
+                None
+            };
+            // Log both possible directories before creating them.
+            res.state
+                .log(Entry::Cgroup(c.version, cgroup::group_path(&c.mount, name)))?;
+            if let Some(m) = &cpuacct {
+                res.state
+                    .log(Entry::Cgroup(Version::V1, cgroup::group_path(m, name)))?;
+            }
+            let sb = if scope == Scope::Cgroup {
+                Sandbox::create(c, name, limit, cpuacct.as_deref(), |_| {})?
+            } else {
+                // Host scope: a group without a limit, only to kill and account workers.
+                let sb = Sandbox::create(c, name, u64::MAX / 2, cpuacct.as_deref(), |_| {});
+                match sb {
+                    Ok(mut s) => {
+                        let f = match c.version {
+                            Version::V1 => "memory.limit_in_bytes",
+                            Version::V2 => "memory.max",
+                        };
+                        let _ = sys::write(
+                            s.dir.join(f),
+                            if c.version == Version::V2 {
+                                "max"
+                            } else {
+                                "-1"
+                            },
+                        );
+                        s.limit = 0;
+                        s
+                    }
+                    Err(e) => return Err(e),
+                }
+            };
+            let label = if scope == Scope::Cgroup {
+                c.version.scope_label()
+            } else {
+                "global"
+            };
+            (label, Some(sb))
+        }
+        (None, _) => ("global", None),
+    })
+}
+
+/// The trace capture (part of step 3): mounts tracefs if it is not (logged
+/// first), then creates the run's private instance with the requested
+/// events this kernel has. Returns those events (none: no trace, and
+/// `notes` says why).
+pub(super) fn set_up_trace(
+    res: &mut Resources,
+    mounts: &[sys::Mount],
+    events_spec: &str,
+    name: &str,
+    notes: &mut Vec<String>,
+) -> Result<Vec<String>> {
+    let mut trace_root = tracefs::find_mounted(mounts);
+    if tracefs::requested_events(events_spec).is_empty() {
+        notes.push("no trace captured: capture.events=none".into());
+        trace_root = None;
+    } else if trace_root.is_none() && tracefs::mountable() {
+        match tracefs::mount() {
+            Ok(p) => {
+                res.state.log(Entry::Mount(p.clone()))?;
+                trace_root = Some(p);
+            }
+            Err(e) => notes.push(format!("no trace captured: {e}")),
+        }
+    } else if trace_root.is_none() {
+        notes.push("no trace captured: this kernel has no tracefs (CONFIG_TRACING)".into());
+    }
+    let mut events = Vec::new();
+    if let Some(root) = &trace_root {
+        let (have, lack) = tracefs::available_events(root, &tracefs::requested_events(events_spec));
+        if !lack.is_empty() {
+            notes.push(format!(
+                "requested events this kernel lacks: {}",
+                lack.join(", ")
+            ));
+        }
+        if !root.join("instances").is_dir() {
+            notes.push(format!(
+                "no trace captured: {}/instances is missing and the global buffer is never used",
+                root.display()
+            ));
+        } else if have.is_empty() {
+            notes.push(
+                "no trace captured: none of the reclaim tracepoints exist on this kernel".into(),
+            );
+        } else {
+            let dir = root.join("instances").join(name);
+            res.state.log(Entry::Instance(dir))?;
+            match tracefs::Instance::create(root, name, &have, 8192) {
+                Ok(i) => {
+                    events = have;
+                    res.instance = Some(i);
+                }
+                Err(e) => notes.push(format!("no trace captured: {e}")),
+            }
+        }
+    }
+    Ok(events)
+}
+
+/// `run`'s calibration write (step 4): `dd` of `mib` MiB into `data`, in
+/// the cgroup, timed; the file is removed. Returns the seconds it took. A
+/// stop request kills it and is an error (the caller's guards clean up).
+pub(super) fn calibrate(
+    data: &Path,
+    mib: u64,
+    procs: &[PathBuf],
+    sandbox: Option<&Sandbox>,
+    stop: &AtomicBool,
+) -> Result<f64> {
+    let f = data.join("ddfile");
+    say(&format!(
+        "calibrating: writing {mib} MiB with dd (conv=fdatasync) for the warmup"
+    ));
+    let t = sys::mono_ns();
+    let mut cmd = crate::machine::calibration_write(&f, mib);
+    cgroup::place_in(&mut cmd, procs);
+    let child = cmd
+        .spawn()
+        .map_err(|e| HostError::new(format!("cannot run dd for calibration: {e}")))?;
+    let cpid = child.id();
+    while !exited(cpid) && !stop.load(Ordering::Relaxed) {
+        std::thread::sleep(StdDuration::from_millis(100));
+    }
+    if stop.load(Ordering::Relaxed) {
+        if let Some(sb) = sandbox {
+            let _ = sb.kill_all();
+        }
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(cpid as i32, libc::SIGKILL) };
+    }
+    reap(cpid);
+    let secs = (sys::mono_ns() - t) as f64 / 1e9;
+    let _ = fs::remove_file(&f);
+    if stop.load(Ordering::Relaxed) {
+        return Err(HostError::new(
+            "interrupted during calibration; the host is cleaned up",
+        ));
+    }
+    Ok(secs)
+}
