@@ -67,6 +67,9 @@ pub struct Task {
     pub nr_dirtied: u64,
     /// `current->nr_dirtied_pause`.
     pub nr_dirtied_pause: u64,
+    /// `current->dirty_paused_when`, in jiffies (0: never): when the
+    /// task's last `balance_dirty_pages` pause ended, virtually.
+    pub dirty_paused_when: u64,
     /// CPU work done but not yet paid for (see `crate::sched`).
     pub cpu_debt_user: u64,
     /// As `cpu_debt_user`, system time.
@@ -238,6 +241,7 @@ impl Kernel {
             exited: false,
             nr_dirtied: 0,
             nr_dirtied_pause: 32,
+            dirty_paused_when: 0,
             cpu_debt_user: 0,
             cpu_debt_sys: 0,
             noprogress_streak: 0,

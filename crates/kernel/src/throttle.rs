@@ -31,7 +31,7 @@ impl Kernel {
     }
 
     /// Deadline of `schedule_timeout(j)` started now: the `j`-th tick from now.
-    fn timeout_deadline(&self, j: u64) -> (u64, u64) {
+    pub(crate) fn timeout_deadline(&self, j: u64) -> (u64, u64) {
         let expire = self.jiffies() + j;
         (expire, expire * self.params.tick_ns())
     }

@@ -771,3 +771,69 @@ fn vmstat_event_counters_carry_on_across_steps() {
     let boot_rows = c.rows.iter().filter(|r| r[free] == c.rows[0][free]).count();
     assert!(boot_rows >= 2, "each step starts with all memory free");
 }
+
+/// `balance_dirty_pages()` (mm/page-writeback.c 5.15) deducts a dirtier's
+/// think time (`jiffies - dirty_paused_when`) from its period, and its
+/// trace event (include/trace/events/writeback.h) prints `paused`,
+/// `pause`, `period` and `think` in ms (`x * 1000 / HZ`), not jiffies.
+#[test]
+fn balance_dirty_pages_deducts_think_time_and_traces_ms() {
+    let (c, _) = sim(
+        &machine(TINY),
+        "v5.16",
+        DIRTY_MIX,
+        1,
+        &[("kernel.hz", "100")],
+    );
+    let lines = c.events("balance_dirty_pages");
+    assert!(
+        lines.len() > 100,
+        "only {} balance_dirty_pages lines",
+        lines.len()
+    );
+    let signed = |f: &str, name: &str| -> i64 {
+        f.split_whitespace()
+            .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('=')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in {f}"))
+    };
+    let (mut slept, mut compensated, mut ahead) = (0, 0, 0);
+    for (_, f) in &lines {
+        let [paused, pause, period, think] =
+            ["paused", "pause", "period", "think"].map(|n| signed(f, n));
+        for (name, v) in [
+            ("paused", paused),
+            ("pause", pause),
+            ("period", period),
+            ("think", think),
+        ] {
+            assert_eq!(
+                v % 10,
+                0,
+                "{name} is not whole jiffies in ms at HZ=100: {f}"
+            );
+        }
+        if signed(f, "task_ratelimit") == 0 {
+            // Over the limit: the longest pause, whatever the think time.
+            assert_eq!(pause, period, "{f}");
+        } else if pause > 0 {
+            slept += 1;
+            // pause = period - think, at most max_pause.
+            assert!(pause <= period - think, "pause over period - think: {f}");
+            if pause == period - think && think > 0 {
+                compensated += 1;
+            }
+            if think < 0 {
+                ahead += 1;
+            }
+        } else {
+            // Not slept: the trace shows min(pause, 0).
+            assert!(pause <= 0, "{f}");
+        }
+    }
+    assert!(slept > 0, "no dirtier paused");
+    assert!(compensated > 0, "no pause was shortened by think time");
+    assert!(
+        ahead > 0,
+        "no pause was lengthened by a virtual clock ahead of jiffies"
+    );
+}

@@ -320,8 +320,7 @@ impl Kernel {
             };
             self.write_page(pfn);
             i += 1;
-            let t = self.current();
-            if t.nr_dirtied >= t.nr_dirtied_pause || self.cpu_debt() >= DEBT_FLUSH_NS {
+            if self.bdp_due() || self.cpu_debt() >= DEBT_FLUSH_NS {
                 break;
             }
         }

@@ -12,8 +12,10 @@
 //! pauses capped by `wb_max_pause`; no per-wb share.
 
 mod bandwidth;
+mod dirty;
 
 pub use bandwidth::bw_dwork;
+pub use dirty::balance_dirty_pages_ratelimited;
 
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -45,6 +47,9 @@ pub struct Bdi {
     pub last_old_flush: u64,
     /// Dirtiers seen by `balance_dirty_pages` recently: (task, time).
     pub dirtiers: Vec<(TaskId, u64)>,
+    /// `wb->dirty_exceeded`: the last `balance_dirty_pages` found the
+    /// dirty pages over the limit, so dirtiers check every 8 pages.
+    pub dirty_exceeded: bool,
     /// `wb->dirty_sleep`: when a dirtier last paused (blk-wbt's
     /// `wb_recent_wait` looks at it).
     pub dirty_sleep: Option<u64>,
@@ -357,113 +362,6 @@ pub async fn flusher(w: Rc<World>, d: usize) {
                 let k = &mut *k;
                 k.exec.finish_wait(&mut k.bdis[d].wait);
             }
-        }
-    }
-}
-
-/// `balance_dirty_pages_ratelimited`: calls `balance_dirty_pages` every
-/// `nr_dirtied_pause` pages the task dirtied.
-pub async fn balance_dirty_pages_ratelimited(w: &World) {
-    let go = {
-        let k = w.k();
-        let t = k.current();
-        t.nr_dirtied >= t.nr_dirtied_pause
-    };
-    if go {
-        balance_dirty_pages(w).await;
-    }
-}
-
-/// `dirty_poll_interval`: how many pages a task may dirty before checking again.
-fn dirty_poll_interval(dirty: u64, thresh: u64) -> u64 {
-    if thresh > dirty {
-        1u64 << ((63 - (thresh - dirty).leading_zeros()) >> 1)
-    } else {
-        1
-    }
-}
-
-/// `balance_dirty_pages` (simplified, see the module doc).
-async fn balance_dirty_pages(w: &World) {
-    loop {
-        let pause_ns = {
-            let mut k = w.k();
-            let k = &mut *k;
-            let (thresh, bg) = k.dirty_thresholds();
-            let nr_dirty = k.nr_dirty();
-            let dirty = nr_dirty + k.nr_writeback();
-            let freerun = (thresh + bg) / 2;
-            let me = k.exec.current();
-            let now = k.exec.now();
-            let d = k.machine.data_dev();
-            if dirty <= freerun {
-                let t = k.current_mut();
-                t.nr_dirtied = 0;
-                t.nr_dirtied_pause = dirty_poll_interval(dirty, freerun);
-                // The end of balance_dirty_pages (5.15), reached from the
-                // freerun `break` too: start background writeback once
-                // reclaimable pages exceed the background threshold.
-                if nr_dirty > bg && k.params.laptop_mode == 0 {
-                    k.wake_flusher(d);
-                }
-                return;
-            }
-            if nr_dirty > bg {
-                k.wake_flusher(d);
-            }
-            let dirtiers = &mut k.bdis[d].dirtiers;
-            dirtiers.retain(|&(t, at)| t != me && now.saturating_sub(at) < 1_000_000_000);
-            dirtiers.push((me, now));
-            let nr_dirtiers = dirtiers.len() as f64;
-            let limit = thresh.max(freerun + 1);
-            let setpoint = (freerun + limit) / 2;
-            let x = (setpoint as f64 - dirty as f64) / ((limit - setpoint) as f64 + 1.0);
-            let pos_ratio = if dirty >= limit {
-                0.0
-            } else {
-                (1.0 + x * x * x).clamp(0.0, 2.0)
-            };
-            // The estimate is refreshed every BANDWIDTH_INTERVAL by the
-            // dirtiers too (__wb_update_bandwidth with update_ratelimit).
-            k.wb_maybe_update_bandwidth(d);
-            let write_bw = k.bdis[d].avg_write_bandwidth as f64; // pages/s
-            let dirty_ratelimit = (write_bw / nr_dirtiers).max(1.0);
-            let task_ratelimit = dirty_ratelimit * pos_ratio;
-            // wb_max_pause(wb, sdtc->wb_dirty): this wb's dirty and
-            // writeback pages (file dirty pages all live on the data device).
-            let wb_dirty = nr_dirty + k.bdis[d].nr_writeback;
-            let max_pause = k.wb_max_pause(d, wb_dirty) * k.params.tick_ns();
-            let pages_dirtied = k.current().nr_dirtied.max(1);
-            let pause = if task_ratelimit < 1.0 {
-                max_pause
-            } else {
-                ((pages_dirtied as f64 / task_ratelimit) * 1e9) as u64
-            }
-            .min(max_pause);
-            let pause_j = pause / k.params.tick_ns();
-            let bdi = format!("{}:0", 8 + d * 16);
-            let (pid_pause, kb) = (k.current().nr_dirtied_pause, |p: f64| (p * 4.0) as u64);
-            crate::trace!(
-                k,
-                "balance_dirty_pages",
-                "bdi {}: limit={} setpoint={} dirty={} bdi_setpoint={} bdi_dirty={} dirty_ratelimit={} task_ratelimit={} dirtied={} dirtied_pause={} paused=0 pause={} period={} think=0 cgroup_ino=1",
-                bdi, limit, setpoint, dirty, setpoint, dirty, kb(dirty_ratelimit), kb(task_ratelimit), pages_dirtied, pid_pause, pause_j, pause_j
-            );
-            let t = k.current_mut();
-            t.nr_dirtied = 0;
-            t.nr_dirtied_pause = dirty_poll_interval(dirty.min(limit), limit).max(8);
-            if pause_j == 0 {
-                return;
-            }
-            // wb->dirty_sleep = now, then io_schedule_timeout(pause) in
-            // TASK_KILLABLE (5.15: the stamp is the pause's start).
-            k.bdis[d].dirty_sleep = Some(now);
-            (now + pause_j * k.params.tick_ns(), task_ratelimit >= 1.0)
-        };
-        let (deadline, done) = pause_ns;
-        w.sleep_until(deadline).await;
-        if done || w.k().current().killed {
-            return;
         }
     }
 }
