@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::monitor::Monitors;
 use crate::ops::Duration;
 use crate::stalls::Stalls;
 
@@ -114,6 +115,9 @@ pub struct TraceStatus {
     pub lines: u64,
     /// Lines that were stall events and were counted.
     pub stall_events: u64,
+    /// Lines the ftrace stall monitors read (direct reclaim begin/end,
+    /// congestion_wait, wait_iff_congested, balance_dirty_pages).
+    pub monitor_events: u64,
     /// Lines that did not parse and were skipped.
     pub bad_lines: u64,
     /// The first few unparsable lines as `file:line: why`.
@@ -142,6 +146,8 @@ pub struct RunInput {
     pub latency: Vec<LatencySample>,
     /// Stall histograms from the trace.
     pub stalls: Stalls,
+    /// The distributions of mmtests' ftrace stall monitors.
+    pub monitors: Monitors,
     /// How the trace was read.
     pub trace: TraceStatus,
 }

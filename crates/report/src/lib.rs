@@ -4,7 +4,8 @@
 //! The flow is hyperfine's: measurements become one serde [`Report`]
 //! ([`build_report`]), and every exporter ([`render_text`], [`render_json`],
 //! [`render_html`]) turns that same struct into bytes. Statistics live in
-//! [`stats`], the Ops table in [`ops`], stall histograms in [`stalls`]; only
+//! [`stats`], the Ops table in [`ops`], stall histograms in [`stalls`],
+//! mmtests' ftrace stall monitors in [`monitor`]; only
 //! [`source`] knows how a run record is stored on disk. The first run is the
 //! baseline of every % column. Output is deterministic: the same records give
 //! the same bytes.
@@ -22,6 +23,7 @@
 pub mod format;
 pub mod input;
 pub mod model;
+pub mod monitor;
 pub mod ops;
 pub mod source;
 pub mod stalls;

@@ -12,6 +12,7 @@ use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
 
 use crate::input::{RunInput, TraceStatus, VmstatPoint};
+use crate::monitor::{ftrace_tables, FtraceTable};
 use crate::ops::{compute_ops, Duration, Ops};
 use crate::stalls::{StallCount, StallSummary};
 use crate::stats::{self, MeanSd, Preferred, Summary};
@@ -215,6 +216,9 @@ pub struct RunReport {
     pub stalls: Vec<StallCount>,
     /// Stall summaries per (event, who, reason).
     pub stall_summary: Vec<StallSummary>,
+    /// mmtests' ftrace stall monitor tables (`crate::monitor`): the same
+    /// tables in every run, those in which some run has a sample.
+    pub ftrace_stalls: Vec<FtraceTable>,
     /// How the trace was read.
     pub trace: TraceStatus,
     /// Plot data (HTML only).
@@ -413,12 +417,18 @@ pub fn build_report(runs: &[RunInput], opts: Options) -> Report {
             latency: OrderedMap(latency),
             stalls: run.stalls.counts.clone(),
             stall_summary: run.stalls.summary.clone(),
+            ftrace_stalls: Vec::new(),
             trace,
             plots: RunPlots {
                 latency_cdf: cdfs,
                 vmstat: run.vmstat_series.clone(),
             },
         });
+    }
+
+    let monitors: Vec<_> = runs.iter().map(|r| &r.monitors).collect();
+    for (r, tables) in out_runs.iter_mut().zip(ftrace_tables(&monitors)) {
+        r.ftrace_stalls = tables;
     }
 
     // What is comparable.

@@ -2,7 +2,8 @@
 //! that knows the on-disk format, `docs/run-record.md`).
 //!
 //! The trace is streamed: `trace.txt.gz` is decompressed and parsed line by
-//! line into the [`StallAggregator`], so memory does not grow with the trace.
+//! line into the [`StallAggregator`] and the [`MonitorAggregator`] (mmtests'
+//! ftrace stall monitors), so memory does not grow with the trace.
 //! A line that does not parse is skipped, counted, and its `file:line`
 //! remembered (the first few); a gzip stream that ends early stops the trace
 //! there and is reported. Missing or malformed `run.json`, `vmstat.csv` or
@@ -23,6 +24,7 @@ use flate2::read::MultiGzDecoder;
 use reclaimlab_record::{parse_trace_line, ParseError, Record, RecordError};
 
 use crate::input::{LatencySample, RunInput, RunMeta, TaskUse, TraceStatus, VmstatPoint};
+use crate::monitor::MonitorAggregator;
 use crate::ops::Duration;
 use crate::stalls::StallAggregator;
 
@@ -144,8 +146,9 @@ pub fn load_run(dir: &Path) -> Result<RunInput, LoadError> {
         })
         .collect();
     let mut agg = StallAggregator::new();
+    let mut mon = MonitorAggregator::new();
     let trace = match rec.trace_path() {
-        Some(path) => read_trace_file(&path, &mut agg)?,
+        Some(path) => read_trace_file(&path, &mut agg, &mut mon)?,
         None => TraceStatus {
             present: false,
             file: dir.join("trace.txt.gz").display().to_string(),
@@ -164,6 +167,7 @@ pub fn load_run(dir: &Path) -> Result<RunInput, LoadError> {
         vmstat_series,
         latency,
         stalls: agg.finish(),
+        monitors: mon.finish(),
         trace,
     })
 }
@@ -226,7 +230,8 @@ const CHUNK: usize = 1 << 20;
 /// handed on as it is and reported as garbled, so memory stays bounded.
 const MAX_LINE: usize = 16 << 20;
 
-/// Streams a trace file (gzip or plain, by magic bytes) into the aggregator.
+/// Streams a trace file (gzip or plain, by magic bytes) into the aggregators
+/// (stall histograms and ftrace stall monitors), in one pass.
 ///
 /// Decompression runs in a helper thread that hands newline-aligned 1 MiB
 /// chunks to this thread through a bounded channel (4 chunks in flight), so
@@ -236,7 +241,11 @@ const MAX_LINE: usize = 16 << 20;
 /// counted, a garbled line skipped, counted and its `file:line` kept (the
 /// first few); a stream that ends early or is corrupt stops reading there and
 /// is reported as truncated.
-pub fn read_trace_file(path: &Path, agg: &mut StallAggregator) -> Result<TraceStatus, LoadError> {
+pub fn read_trace_file(
+    path: &Path,
+    agg: &mut StallAggregator,
+    mon: &mut MonitorAggregator,
+) -> Result<TraceStatus, LoadError> {
     let file = path.display().to_string();
     let mut f = File::open(path).map_err(|e| err(path, None, format!("cannot open: {e}")))?;
     let mut magic = [0u8; 2];
@@ -262,7 +271,7 @@ pub fn read_trace_file(path: &Path, agg: &mut StallAggregator) -> Result<TraceSt
         s.spawn(move || produce_chunks(reader, tx));
         for msg in rx {
             match msg {
-                Ok(chunk) => consume_chunk(&chunk, &file, &mut st, agg),
+                Ok(chunk) => consume_chunk(&chunk, &file, &mut st, agg, mon),
                 Err(e) => {
                     st.truncated = Some(format!(
                         "{file}:{}: the gzip stream is truncated or corrupt after {} complete lines ({e}); stalls are counted up to there (`gzip -t` checks the file)",
@@ -330,12 +339,18 @@ fn produce_chunks(
     }
 }
 
-fn consume_chunk(chunk: &[u8], file: &str, st: &mut TraceStatus, agg: &mut StallAggregator) {
+fn consume_chunk(
+    chunk: &[u8],
+    file: &str,
+    st: &mut TraceStatus,
+    agg: &mut StallAggregator,
+    mon: &mut MonitorAggregator,
+) {
     // Validate the whole chunk at once (fast path); fall back per line.
     if let Ok(text) = std::str::from_utf8(chunk) {
         let mut start = 0;
         for nl in memchr::memchr_iter(b'\n', chunk).chain(std::iter::once(chunk.len())) {
-            consume_line(&text[start..nl], file, st, agg);
+            consume_line(&text[start..nl], file, st, agg, mon);
             start = nl + 1;
             if start >= chunk.len() {
                 break;
@@ -345,7 +360,7 @@ fn consume_chunk(chunk: &[u8], file: &str, st: &mut TraceStatus, agg: &mut Stall
     }
     for raw in chunk.split_inclusive(|&b| b == b'\n') {
         match std::str::from_utf8(raw) {
-            Ok(t) => consume_line(t.trim_end_matches('\n'), file, st, agg),
+            Ok(t) => consume_line(t.trim_end_matches('\n'), file, st, agg, mon),
             Err(_) => {
                 st.lines += 1;
                 bad(
@@ -360,15 +375,38 @@ fn consume_chunk(chunk: &[u8], file: &str, st: &mut TraceStatus, agg: &mut Stall
     }
 }
 
-fn consume_line(text: &str, file: &str, st: &mut TraceStatus, agg: &mut StallAggregator) {
+fn consume_line(
+    text: &str,
+    file: &str,
+    st: &mut TraceStatus,
+    agg: &mut StallAggregator,
+    mon: &mut MonitorAggregator,
+) {
     st.lines += 1;
     let text = text.strip_suffix('\r').unwrap_or(text);
     match parse_trace_line(text) {
-        Ok(line) => match agg.observe_fields(line.event(), line.comm(), |n| line.field(n)) {
-            Ok(true) => st.stall_events += 1,
-            Ok(false) => {}
-            Err(e) => bad(st, format!("{file}:{}: {}", st.lines, e.0)),
-        },
+        Ok(line) => {
+            // A line the stall histograms reject is skipped whole (reported
+            // once), so the monitors never see what the histograms do not.
+            let field = |n: &str| line.field(n);
+            let used = agg
+                .observe_fields(line.event(), line.comm(), field)
+                .and_then(|stall| {
+                    st.stall_events += u64::from(stall);
+                    mon.observe_fields(
+                        line.event(),
+                        line.comm(),
+                        line.pid(),
+                        line.timestamp_ns(),
+                        field,
+                    )
+                });
+            match used {
+                Ok(true) => st.monitor_events += 1,
+                Ok(false) => {}
+                Err(e) => bad(st, format!("{file}:{}: {}", st.lines, e.0)),
+            }
+        }
         Err(ParseError::LostEvents { lost, .. }) => st.lost_events += lost,
         Err(e @ ParseError::Garbled(_)) => bad(st, format!("{file}:{}: {e}", st.lines)),
         Err(_) => {}
@@ -405,10 +443,13 @@ mod tests {
         text.push_str("fio-9 [001] ..... 9.0: writeback_congestion_wait: usec_timeout=100000 usec_delayed=104000");
         std::fs::write(&path, &text).unwrap();
         let mut agg = StallAggregator::new();
-        let st = read_trace_file(&path, &mut agg).unwrap();
+        let mut mon = MonitorAggregator::new();
+        let st = read_trace_file(&path, &mut agg, &mut mon).unwrap();
         std::fs::remove_dir_all(&dir).ok();
         assert_eq!(st.lines, n + 4);
         assert_eq!(st.stall_events, n + 1);
+        // The congestion_wait line is the only one the monitors read.
+        assert_eq!(st.monitor_events, 1);
         assert_eq!(st.lost_events, 7);
         assert_eq!(st.bad_lines, 1);
         assert!(

@@ -374,23 +374,9 @@ fn summarise(counts: &[StallCount]) -> Vec<StallSummary> {
         .collect()
 }
 
-/// Nearest-rank floor percentile (`sorted[max(1, int(n·p/100)) − 1]`) over a
-/// value → count distribution.
-pub fn percentile_counts(dist: &BTreeMap<u64, u64>, p: f64) -> u64 {
-    let n: u64 = dist.values().sum();
-    if n == 0 {
-        return 0;
-    }
-    let rank = (((n as f64) * p / 100.0).floor() as u64).max(1);
-    let mut seen = 0;
-    for (&v, &c) in dist {
-        seen += c;
-        if seen >= rank {
-            return v;
-        }
-    }
-    dist.keys().next_back().copied().unwrap_or(0)
-}
+/// Nearest-rank floor percentile over a value → count distribution
+/// (defined once, in [`crate::stats`]).
+pub use crate::stats::percentile_counts;
 
 /// The delay distribution (µs → count) of one (event, reason), optionally
 /// restricted to one `who`.

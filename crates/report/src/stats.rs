@@ -81,6 +81,13 @@ pub fn coeffvar(samples: &[f64]) -> Option<f64> {
     Some(100.0 * sd / mean)
 }
 
+/// The 1-based rank of mmtests' nearest-rank floor percentile among `n`
+/// samples: `max(1, int(n·p/100))`, at most `n`. The one definition behind
+/// [`percentile_sorted`] and [`percentile_counts`].
+pub fn nearest_rank(n: u64, p: f64) -> u64 {
+    (((n as f64) * p / 100.0).floor() as u64).clamp(1, n.max(1))
+}
+
 /// Nearest-rank floor percentile on samples already sorted in the preferred
 /// order: `sorted[max(1, int(n·p/100)) − 1]` (`Max-p`).
 pub fn percentile_sorted(sorted: &[f64], p: f64) -> Option<f64> {
@@ -88,9 +95,27 @@ pub fn percentile_sorted(sorted: &[f64], p: f64) -> Option<f64> {
     if n == 0 {
         return None;
     }
-    let rank = ((n as f64) * p / 100.0).floor() as usize;
-    let idx = rank.max(1) - 1;
+    let idx = nearest_rank(n as u64, p) as usize - 1;
     sorted.get(idx.min(n - 1)).copied()
+}
+
+/// The same percentile over a value → count distribution, ascending (lower
+/// preferred): the value at rank [`nearest_rank`] of the expanded samples.
+/// 0 for an empty distribution.
+pub fn percentile_counts(dist: &std::collections::BTreeMap<u64, u64>, p: f64) -> u64 {
+    let n: u64 = dist.values().sum();
+    if n == 0 {
+        return 0;
+    }
+    let rank = nearest_rank(n, p);
+    let mut seen = 0;
+    for (&v, &c) in dist {
+        seen += c;
+        if seen >= rank {
+            return v;
+        }
+    }
+    dist.keys().next_back().copied().unwrap_or(0)
 }
 
 /// Mean of the best p% of samples already sorted in the preferred order: the
@@ -334,6 +359,24 @@ mod tests {
         let mut h = sorted.clone();
         sort_preferred(&mut h, Preferred::Higher);
         assert_eq!(percentile_sorted(&h, 90.0), Some(11.0));
+    }
+
+    #[test]
+    fn percentile_counts_is_percentile_sorted_expanded() {
+        // 1×3, 2×1, 7×4: n = 8, sorted 1 1 1 2 7 7 7 7.
+        let dist: std::collections::BTreeMap<u64, u64> = [(1, 3), (2, 1), (7, 4)].into();
+        let sorted = [1.0, 1.0, 1.0, 2.0, 7.0, 7.0, 7.0, 7.0];
+        for p in [1.0, 10.0, 25.0, 50.0, 75.0, 90.0, 99.0, 100.0] {
+            assert_eq!(
+                Some(percentile_counts(&dist, p) as f64),
+                percentile_sorted(&sorted, p),
+                "p = {p}"
+            );
+        }
+        // int(8·0.5) = 4 → the 4th: 2; int(8·0.25) = 2 → 1.
+        assert_eq!(percentile_counts(&dist, 50.0), 2);
+        assert_eq!(percentile_counts(&dist, 25.0), 1);
+        assert_eq!(percentile_counts(&Default::default(), 50.0), 0);
     }
 
     #[test]

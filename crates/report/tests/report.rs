@@ -124,13 +124,17 @@ fn text_has_mmtests_layout() {
 }
 
 /// The lines of the text table that has a row starting with `row_prefix`:
-/// its header rows (starting with a space) and all its rows, not its title.
+/// its header rows (starting with a space) and all its rows, not its title
+/// (`Latency (ms)`, `Ftrace … (ms)`).
 fn table<'a>(text: &'a str, row_prefix: &str) -> Vec<&'a str> {
     let block = text
         .split("\n\n")
         .find(|b| b.lines().any(|l| l.starts_with(row_prefix)))
         .unwrap_or_else(|| panic!("no table with rows `{row_prefix}` in\n{text}"));
-    block.lines().filter(|l| *l != "Latency (ms)").collect()
+    block
+        .lines()
+        .filter(|l| *l != "Latency (ms)" && !l.starts_with("Ftrace "))
+        .collect()
 }
 
 /// Every header name ends in the same column as the values under it, and
@@ -560,4 +564,289 @@ fn csv_has_every_figure_in_long_form() {
     assert!(text.contains("\"v5.16,vm.swappiness=0\",duration,User,"));
     let mut rd = csv::Reader::from_reader(&bytes[..]);
     assert!(rd.records().all(|x| x.unwrap().len() == 4));
+}
+
+/// A copy of fixture `base` at `dir/name`, named `name` in its run.json,
+/// whose trace is `lines` (gzipped).
+fn record_with_trace(dir: &std::path::Path, name: &str, lines: &[String]) -> PathBuf {
+    use std::io::Write as _;
+    let to = copy_fixture("base", &dir.join(name));
+    let to = {
+        // copy_fixture puts it at dir/name/base.
+        let inner = to.clone();
+        let meta = inner.join("run.json");
+        let mut j: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&meta).unwrap()).unwrap();
+        j["name"] = serde_json::json!(name);
+        std::fs::write(&meta, serde_json::to_vec(&j).unwrap()).unwrap();
+        inner
+    };
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(b"# tracer: nop\n#\n").unwrap();
+    for l in lines {
+        gz.write_all(l.as_bytes()).unwrap();
+        gz.write_all(b"\n").unwrap();
+    }
+    std::fs::write(to.join("trace.txt.gz"), gz.finish().unwrap()).unwrap();
+    to
+}
+
+/// One ftrace text line: `COMM-PID [000] ..... SECS: EVENT: FIELDS`.
+fn tl(comm: &str, pid: u32, ts: &str, event: &str, fields: &str) -> String {
+    format!(
+        "{:>16}-{pid:<6} [000] ..... {ts:>12}: {event}: {fields}",
+        comm
+    )
+}
+
+fn bdp(comm: &str, ts: &str, pause: i64) -> String {
+    tl(
+        comm,
+        104,
+        ts,
+        "balance_dirty_pages",
+        &format!("bdi 8:0: limit=208886 setpoint=182775 dirty=156665 bdi_setpoint=182775 bdi_dirty=156665 dirty_ratelimit=102400 task_ratelimit=204776 dirtied=128 dirtied_pause=32 paused=0 pause={pause} period=0 think=0 cgroup_ino=1"),
+    )
+}
+
+fn reclaim(comm: &str, pid: u32, begin: &str, end: &str) -> [String; 2] {
+    [
+        tl(
+            comm,
+            pid,
+            begin,
+            "mm_vmscan_direct_reclaim_begin",
+            "order=0 gfp_flags=GFP_HIGHUSER_MOVABLE",
+        ),
+        tl(
+            comm,
+            pid,
+            end,
+            "mm_vmscan_direct_reclaim_end",
+            "nr_reclaimed=32",
+        ),
+    ]
+}
+
+/// mmtests' ftrace stall monitors over two hand-made traces: the values,
+/// the % against the baseline (pndiff; pdiff on the Samples rows), a run
+/// without samples in a table, and every exporter.
+#[test]
+fn ftrace_monitors_compare_two_runs() {
+    let tmp = std::env::temp_dir().join(format!("reclaimlab-ftrace-{}", std::process::id()));
+    let cw = "writeback_congestion_wait";
+    let mut base: Vec<String> = Vec::new();
+    // Direct reclaim stalls 4, 12 and 200 ms (fio-7 twice, memory-hog-8,
+    // interleaved with fio's second stall).
+    base.extend(reclaim("fio", 7, "1.000000", "1.004000"));
+    base.push(tl(
+        "fio",
+        7,
+        "2.000000",
+        "mm_vmscan_direct_reclaim_begin",
+        "order=0 gfp_flags=GFP_KERNEL",
+    ));
+    base.extend(reclaim("memory-hog", 8, "2.001000", "2.201000"));
+    base.push(tl(
+        "fio",
+        7,
+        "2.012000",
+        "mm_vmscan_direct_reclaim_end",
+        "nr_reclaimed=1",
+    ));
+    // congestion_wait: kswapd 104000 µs; fio's 0 is below the threshold.
+    base.push(tl(
+        "kswapd0",
+        51,
+        "3.000000",
+        cw,
+        "usec_timeout=100000 usec_delayed=104000",
+    ));
+    base.push(tl(
+        "fio",
+        7,
+        "3.100000",
+        cw,
+        "usec_timeout=100000 usec_delayed=0",
+    ));
+    // balance_dirty_pages: pauses 8 and 40 ms count, 0 and -3 do not.
+    for (ts, p) in [("4.0", 8), ("4.1", 0), ("4.2", -3), ("4.3", 40)] {
+        base.push(bdp("fio", ts, p));
+    }
+    let mut new: Vec<String> = Vec::new();
+    // Two stalls of 2 ms; no congestion_wait; pauses 8 ms ×3.
+    new.extend(reclaim("fio", 7, "1.000000", "1.002000"));
+    new.extend(reclaim("fio", 7, "1.500000", "1.502000"));
+    for ts in ["4.0", "4.1", "4.2"] {
+        new.push(bdp("fio", ts, 8));
+    }
+    let a = record_with_trace(&tmp, "base", &base);
+    let b = record_with_trace(&tmp, "new", &new);
+    let r = report_from_dirs(&[&a, &b], Options::default()).unwrap();
+    assert_eq!(
+        r.runs[0].trace.bad_lines, 0,
+        "{:?}",
+        r.runs[0].trace.bad_examples
+    );
+    assert_eq!(r.runs[0].trace.monitor_events, 6 + 2 + 4);
+    let titles: Vec<&str> = r.runs[1]
+        .ftrace_stalls
+        .iter()
+        .map(|t| t.table.as_str())
+        .collect();
+    assert_eq!(
+        titles,
+        [
+            "Ftrace direct reclaim allocation stalls",
+            "Ftrace congestion_wait kswapd",
+            "Ftrace balance_dirty_pages"
+        ]
+    );
+    let t = render_text(&r);
+    let expect = [
+        "Ftrace direct reclaim allocation stalls (ms)",
+        "                                            base                    new",
+        // Base 4, 12, 200 ms: Min 4, mean 72; 2nd-qrtle rank int(1.5) = 1
+        // → 4; Max-90 rank int(2.7) = 2 → 12. New 2, 2.
+        "Min                 delay      4.0000 (   0.00%)      2.0000 (  50.00%)",
+        "2nd-qrtle           delay      4.0000 (   0.00%)      2.0000 (  50.00%)",
+        "Max-90              delay     12.0000 (   0.00%)      2.0000 (  83.33%)",
+        // pndiff(2, 200) = 99; pndiff(2, 72) = 100 − 200/72 = 97.22.
+        "Max                 delay    200.0000 (   0.00%)      2.0000 (  99.00%)",
+        "Amean               delay     72.0000 (   0.00%)      2.0000 (  97.22%)",
+        // pdiff(2, 3) = 200/3 − 100 = −33.33; [0,5): pdiff(2, 1) = 100;
+        // [10,100): pdiff(0, 1) = 0 (mmtests: new 0 → 0).
+        "Samples             delay      3.0000 (   0.00%)      2.0000 ( -33.33%)",
+        "Samples-[0,5)       delay      1.0000 (   0.00%)      2.0000 ( 100.00%)",
+        "Samples-[10,100)    delay      1.0000 (   0.00%)      0.0000 (   0.00%)",
+        "Samples-[100,500)   delay      1.0000 (   0.00%)      0.0000 (   0.00%)",
+        // congestion_wait in µs; the new run has none: blank statistics,
+        // Samples 0.
+        "Ftrace congestion_wait kswapd (us)",
+        "Amean               latency 104000.0000 (   0.00%)",
+        "Samples             latency      1.0000 (   0.00%)      0.0000 (   0.00%)",
+        "Samples-[5000,max)  latency      1.0000 (   0.00%)      0.0000 (   0.00%)",
+        // balance_dirty_pages: 8, 40 vs 8, 8, 8 (ms as printed).
+        "Ftrace balance_dirty_pages (ms)",
+        "Amean               latency     24.0000 (   0.00%)      8.0000 (  66.67%)",
+        "Samples             latency      2.0000 (   0.00%)      3.0000 (  50.00%)",
+        "Samples-[5,10)      latency      1.0000 (   0.00%)      3.0000 ( 200.00%)",
+        "Samples-[40,50)     latency      1.0000 (   0.00%)      0.0000 (   0.00%)",
+    ];
+    for line in expect {
+        assert!(
+            t.lines().any(|l| l == line),
+            "missing line\n{line}\nin\n{t}"
+        );
+    }
+    // The section follows the stall histograms.
+    assert!(t.find("Stalls: new").unwrap() < t.find("Ftrace direct reclaim").unwrap());
+    assert_aligned(&t, "Samples-[0,5)       delay", 2);
+    assert_aligned(&t, "Samples-[30,35)", 2);
+    // JSON: per run, table, unit, rows; % only on the compared run.
+    let j: serde_json::Value = serde_json::from_slice(&render_json(&r)).unwrap();
+    let bt = &j["runs"][0]["ftrace_stalls"][2];
+    assert_eq!(bt["table"], "Ftrace balance_dirty_pages");
+    assert_eq!(bt["unit"], "ms");
+    assert_eq!(bt["samples"], 2);
+    let nt = &j["runs"][1]["ftrace_stalls"][1];
+    assert_eq!(nt["samples"], 0);
+    assert_eq!(nt["rows"][0]["stat"], "Samples");
+    assert_eq!(nt["rows"][0]["pct"], 0.0);
+    assert!(j["runs"][0]["ftrace_stalls"][0]["rows"][0]
+        .get("pct")
+        .is_none());
+    assert_eq!(
+        j["runs"][1]["ftrace_stalls"][0]["rows"][11]["stat"],
+        "Amean"
+    );
+    // CSV: one `ftrace_stalls` row per value and per %.
+    let csv = String::from_utf8(reclaimlab_report::render_csv(&r)).unwrap();
+    assert!(
+        csv.contains("\nnew,ftrace_stalls,Ftrace balance_dirty_pages (ms): Samples latency %,50\n"),
+        "{csv}"
+    );
+    assert!(csv
+        .contains("\nbase,ftrace_stalls,Ftrace congestion_wait kswapd (us): Max latency,104000\n"));
+    // HTML: the tables.
+    let h = String::from_utf8(render_html(&r)).unwrap();
+    assert!(h.contains("<h3>Ftrace congestion_wait kswapd (us)</h3>"));
+    assert!(h.contains(
+        "<tr><td>Amean</td><td>24.0000</td><td>0.00%</td><td>8.0000</td><td>66.67%</td></tr>"
+    ));
+    std::fs::remove_dir_all(&tmp).ok();
+}
+
+/// Records whose traces have none of the monitors' events (only
+/// mm_vmscan_throttled) get no ftrace stall section anywhere.
+#[test]
+fn no_monitor_events_no_ftrace_section() {
+    let r = report_from_dirs(&[fx("new"), fx("memcg")], Options::default()).unwrap();
+    assert!(r.runs.iter().all(|r| r.ftrace_stalls.is_empty()));
+    assert!(!render_text(&r).contains("Ftrace"));
+    assert!(!String::from_utf8(render_html(&r))
+        .unwrap()
+        .contains("Ftrace"));
+    let j: serde_json::Value = serde_json::from_slice(&render_json(&r)).unwrap();
+    assert_eq!(j["runs"][0]["ftrace_stalls"], serde_json::json!([]));
+    // A trace with the events but no sample above the threshold (only
+    // usec_delayed=0, a begin never ended): no section either.
+    let tmp = std::env::temp_dir().join(format!("reclaimlab-noftrace-{}", std::process::id()));
+    let d = record_with_trace(
+        &tmp,
+        "zero",
+        &[
+            tl(
+                "fio",
+                7,
+                "1.0",
+                "writeback_wait_iff_congested",
+                "usec_timeout=100000 usec_delayed=0",
+            ),
+            tl(
+                "fio",
+                7,
+                "2.0",
+                "mm_vmscan_direct_reclaim_begin",
+                "order=0 gfp_flags=GFP_KERNEL",
+            ),
+            bdp("fio", "3.0", 0),
+        ],
+    );
+    let r = report_from_dirs(&[&d], Options::default()).unwrap();
+    assert_eq!(r.runs[0].trace.monitor_events, 3);
+    assert!(!render_text(&r).contains("Ftrace"), "{}", render_text(&r));
+    std::fs::remove_dir_all(&tmp).ok();
+}
+
+/// A monitor event without its field is a skipped line named by file:line,
+/// as for the stall events.
+#[test]
+fn monitor_line_without_its_field_is_skipped_and_named() {
+    let tmp = std::env::temp_dir().join(format!("reclaimlab-badftrace-{}", std::process::id()));
+    let d = record_with_trace(
+        &tmp,
+        "bad",
+        &[
+            bdp("fio", "1.0", 8),
+            tl(
+                "fio",
+                7,
+                "2.0",
+                "balance_dirty_pages",
+                "bdi 8:0: limit=1 paused=0",
+            ),
+        ],
+    );
+    let run = load_run(&d).unwrap();
+    assert_eq!(run.trace.bad_lines, 1);
+    // Two header lines, then the good line (3) and the bad one (4).
+    assert!(
+        run.trace.bad_examples[0]
+            .ends_with("trace.txt.gz:4: balance_dirty_pages: no field `pause`"),
+        "{:?}",
+        run.trace.bad_examples
+    );
+    assert_eq!(run.trace.monitor_events, 1);
+    std::fs::remove_dir_all(&tmp).ok();
 }

@@ -2,7 +2,7 @@
 //!
 //! Columns `run,table,row,value`: `table` is the report section
 //! (`duration`, `task_cpu`, `ops`, `latency`, `latency_vs_baseline`,
-//! `stalls`, `vmstat_delta`) and `row` the figure's name in it, as the text
+//! `stalls`, `ftrace_stalls`, `vmstat_delta`) and `row` the figure's name in it, as the text
 //! report labels it. One long table rather than one wide one per section,
 //! because a sweep's hundreds of runs and every section then load with one
 //! call and pivot as needed (`pandas.read_csv(f).pivot_table(index="run",
@@ -114,6 +114,17 @@ pub fn render_csv(report: &Report) -> Vec<u8> {
                 ("total_delay_s", s.total_delay_s.to_string()),
             ] {
                 put(run, "stalls", &format!("{who} {what}"), v);
+            }
+        }
+        // mmtests' ftrace stall monitors: `TABLE (UNIT): STAT OP`, and its
+        // % against the baseline as `… %` (pndiff; pdiff on Samples rows).
+        for t in &r.ftrace_stalls {
+            for row in &t.rows {
+                let name = format!("{} ({}): {} {}", t.table, t.unit, row.stat, t.operation);
+                put(run, "ftrace_stalls", &name, row.value.to_string());
+                if let Some(p) = row.pct {
+                    put(run, "ftrace_stalls", &format!("{name} %"), p.to_string());
+                }
             }
         }
         for (k, v) in &r.vmstat_delta {

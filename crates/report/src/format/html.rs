@@ -5,7 +5,8 @@
 //! so the crate builds on machines without fontconfig. The page has inline CSS
 //! only. Plots: latency CDF per operation (one line per run), kswapd vs direct
 //! scan and steal velocity over time per run (from `vmstat.csv`), and stall
-//! delay CDFs per (event, reason) (one line per run and who). The output is
+//! delay CDFs per (event, reason) (one line per run and who); mmtests' ftrace
+//! stall monitor tables follow the stall tables (`format/ftrace.rs`). The output is
 //! deterministic: same report, same bytes.
 
 use std::fmt::Write as _;
@@ -366,6 +367,7 @@ h1{font-size:1.5em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-to
 pre{font-family:ui-monospace,'DejaVu Sans Mono',monospace;font-size:12px;background:#f7f7f7;padding:1em;overflow-x:auto}\
 table{border-collapse:collapse;font-size:13px;margin:.5em 0}td,th{border:1px solid #ddd;padding:2px 6px;text-align:right}\
 th{background:#f0f0f0}td:nth-child(-n+3){text-align:left}.note{color:#8a4b00}\
+table.cmp td{text-align:right}table.cmp td:first-child{text-align:left}\
 .plots svg{max-width:100%;height:auto;margin:.5em 0;border:1px solid #eee}";
 
 /// Renders the report as one self-contained HTML page.
@@ -416,6 +418,7 @@ pub fn render_html(report: &Report) -> Vec<u8> {
     stall_plots(report, &mut out);
     out.push_str("</div>\n");
     stall_tables(report, &mut out);
+    super::ftrace::ftrace_html(&mut out, report);
     out.push_str("</body></html>\n");
     out.into_bytes()
 }

@@ -10,6 +10,7 @@
 //! (mmtests forces `hideCompare` for monitors) and print `%12.2f` (Duration)
 //! and `%15.2f` with row names padded to 28 (Ops), as the 2021 letters show. Stall
 //! histograms use the `sort | uniq -c | sort -n` shape of the 2021 letters.
+//! mmtests' ftrace stall monitor tables follow them (`format/ftrace.rs`).
 //!
 //! One departure, for long run names (`reclaimlab sim --sweep` makes names of
 //! 45+ characters): mmtests prints an overlong name in full and lets it stick
@@ -28,9 +29,9 @@ use crate::ops::{memcg_rows, ops_rows};
 use crate::stalls::{uniq_c_histogram, StallEvent};
 
 /// Value width of the latency and Duration tables (`Compare.pm` fieldLength 12).
-const FIELD: usize = 12;
+pub(super) const FIELD: usize = 12;
 /// Width of the % number (` (%7.2f%%)`).
-const COMPARE: usize = 7;
+pub(super) const COMPARE: usize = 7;
 /// Value width of the Ops table, and the width its row names are padded to,
 /// as the 2021 letters show them (`Ops Direct pages scanned          1056608451.00`).
 const OPS_FIELD: usize = 15;
@@ -57,7 +58,7 @@ fn split_name(name: &str) -> (String, String) {
     }
 }
 
-fn fix_zero(x: f64) -> f64 {
+pub(super) fn fix_zero(x: f64) -> f64 {
     if x == 0.0 {
         0.0
     } else {
@@ -65,7 +66,7 @@ fn fix_zero(x: f64) -> f64 {
     }
 }
 
-fn num(x: f64, width: usize, prec: usize) -> String {
+pub(super) fn num(x: f64, width: usize, prec: usize) -> String {
     if x.is_finite() {
         format!("{:>width$.prec$}", fix_zero(x))
     } else {
@@ -98,7 +99,7 @@ fn label_width<'a>(labels: impl Iterator<Item = &'a str>) -> usize {
 /// row) every column keeps the fixed width, and the output is mmtests' own;
 /// a longer name widens only its column, so its values stay right-aligned
 /// under it instead of drifting left of an overlong header as in mmtests.
-fn column_widths(field: usize, names: &[&str]) -> Vec<usize> {
+pub(super) fn column_widths(field: usize, names: &[&str]) -> Vec<usize> {
     names
         .iter()
         .map(|n| {
@@ -108,7 +109,7 @@ fn column_widths(field: usize, names: &[&str]) -> Vec<usize> {
         .collect()
 }
 
-fn header(out: &mut String, first_width: usize, widths: &[usize], names: &[&str]) {
+pub(super) fn header(out: &mut String, first_width: usize, widths: &[usize], names: &[&str]) {
     let split: Vec<(String, String)> = names.iter().map(|n| split_name(n)).collect();
     let first_row_empty = split.iter().all(|(a, _)| a.is_empty());
     for row in 0..2 {
@@ -507,6 +508,7 @@ pub fn render_text(report: &Report) -> String {
         out.push('\n');
         stall_section(&mut out, run);
     }
+    super::ftrace::ftrace_section(&mut out, report);
     out
 }
 
