@@ -44,7 +44,7 @@ fn dirty_poll_interval(dirty: u64, thresh: u64) -> u64 {
 
 /// `ilog2` of a positive number (0 for 0, which the kernel never passes).
 fn ilog2(x: u64) -> u32 {
-    63u32.saturating_sub(x.leading_zeros())
+    x.checked_ilog2().unwrap_or(0)
 }
 
 impl Kernel {
