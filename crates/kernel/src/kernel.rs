@@ -128,6 +128,8 @@ pub struct Kernel {
     pub devs: Vec<BlockDev>,
     /// Per-device writeback state (`backing_dev_info` + its `bdi_writeback`).
     pub bdis: Vec<Bdi>,
+    /// `global_wb_domain`: the hard dirty limit of dirty throttling.
+    pub wb_domain: crate::writeback::WbDomain,
     /// `/proc/vmstat` event counters.
     pub events: [u64; NR_EVS],
     /// `congestion_wqh[BLK_RW_ASYNC, BLK_RW_SYNC]` (mm/backing-dev.c ≤5.17).
@@ -200,6 +202,7 @@ impl Kernel {
             swap,
             devs,
             bdis,
+            wb_domain: Default::default(),
             events: [0; NR_EVS],
             congestion_wqh: Default::default(),
             nr_wb_congested: [0; 2],
@@ -213,10 +216,18 @@ impl Kernel {
             params,
         }
         .with_cpus()
+        .with_dirty_limit()
     }
 
     fn with_cpus(mut self) -> Self {
         self.cpus = Cpus::new(self.machine.cpus as usize);
+        self
+    }
+
+    /// `page_writeback_init` → `writeback_set_ratelimit`: the domain's
+    /// dirty limit starts at the boot-time threshold (all memory free).
+    fn with_dirty_limit(mut self) -> Self {
+        self.wb_domain.dirty_limit = self.dirty_thresholds().0;
         self
     }
 

@@ -136,7 +136,8 @@ impl Kernel {
     }
 
     /// `folio_mark_dirty` for a page-cache page: accounts `NR_FILE_DIRTY`,
-    /// `nr_dirtied`, and puts the inode on its bdi's dirty list.
+    /// `nr_dirtied` and `WB_DIRTIED`, and puts the inode on its bdi's dirty
+    /// list.
     pub fn set_page_dirty(&mut self, pfn: Pfn) -> bool {
         let nid = self.frames.nid(pfn);
         let p = self.frames.get_mut(pfn);
@@ -155,11 +156,12 @@ impl Kernel {
         if file.dirtied_when.is_none() {
             file.dirtied_when = Some(now);
         }
+        let dev = file.dev;
         if !file.on_dirty_list {
             file.on_dirty_list = true;
-            let dev = file.dev;
             self.bdis[dev].b_dirty.push_back(f as u32);
         }
+        self.bdis[dev].dirtied += 1;
         true
     }
 

@@ -14,12 +14,12 @@
 //! `BANDWIDTH_INTERVAL` after an inode's writeback ends
 //! (`wb_inode_writeback_end`) so that the tail of a burst is counted.
 //!
-//! Simplified: one wb per device; the base dirty rate is the estimate
-//! shared by the active dirtiers, not the kernel's separately tracked
-//! `dirty_ratelimit` (which converges to that).
+//! The dirtiers' updates also run the rate control of dirty throttling
+//! (`position.rs`). Simplified: one wb per device.
 
 use std::rc::Rc;
 
+use super::position::{wb_update_dirty_ratelimit, Dtc};
 use super::Bdi;
 use crate::engine::World;
 use crate::Kernel;
@@ -33,6 +33,8 @@ impl Bdi {
         Bdi {
             write_bandwidth: INIT_BW,
             avg_write_bandwidth: INIT_BW,
+            dirty_ratelimit: INIT_BW,
+            balanced_dirty_ratelimit: INIT_BW,
             ..Bdi::default()
         }
     }
@@ -84,6 +86,7 @@ impl Kernel {
         let now = self.jiffies();
         let b = &mut self.bdis[d];
         if now.saturating_sub(b.bw_time_stamp) > self.params.hz && b.nr_writeback == 0 {
+            b.dirtied_stamp = b.dirtied;
             b.written_stamp = b.written;
             b.bw_time_stamp = now;
         }
@@ -91,11 +94,12 @@ impl Kernel {
 
     /// The `time_is_before_jiffies(wb->bw_time_stamp + BANDWIDTH_INTERVAL)`
     /// check of `do_writepages` and `balance_dirty_pages`, then
-    /// `__wb_update_bandwidth`.
-    pub(super) fn wb_maybe_update_bandwidth(&mut self, d: usize) {
+    /// `__wb_update_bandwidth`; from `balance_dirty_pages` (`dtc` given,
+    /// its `pos_ratio` computed) with the dirty limit and rate updates.
+    pub(super) fn wb_maybe_update_bandwidth(&mut self, d: usize, dtc: Option<&Dtc>) {
         let now = self.jiffies();
         if now > self.bdis[d].bw_time_stamp + self.bandwidth_interval() {
-            self.wb_update_bandwidth(d, now);
+            self.wb_update_bandwidth(d, now, dtc);
         }
     }
 
@@ -111,12 +115,29 @@ impl Kernel {
         self.exec.wake_up_all(&mut self.bdis[d].bw_dwork_wait);
     }
 
-    /// `__wb_update_bandwidth` (without the dirty-ratelimit part).
-    fn wb_update_bandwidth(&mut self, d: usize, now: u64) {
+    /// `__wb_update_bandwidth`: with `update_ratelimit` (a `dtc` from
+    /// `balance_dirty_pages`) first `domain_update_dirty_limit` and
+    /// `wb_update_dirty_ratelimit`, then the bandwidth estimate.
+    fn wb_update_bandwidth(&mut self, d: usize, now: u64, dtc: Option<&Dtc>) {
         let hz = self.params.hz;
+        let interval = self.bandwidth_interval();
+        let elapsed = now.saturating_sub(self.bdis[d].bw_time_stamp).max(1);
+        let dirtied = self.bdis[d].dirtied;
+        if let Some(dtc) = dtc {
+            self.wb_domain.domain_update_dirty_limit(dtc, now, interval);
+            let u = wb_update_dirty_ratelimit(
+                &self.wb_domain,
+                &mut self.bdis[d],
+                dtc,
+                dirtied,
+                elapsed,
+                hz,
+            );
+            self.trace_bdi_dirty_ratelimit(d, &u);
+        }
         let b = &mut self.bdis[d];
-        let elapsed = now.saturating_sub(b.bw_time_stamp).max(1);
         b.update_write_bandwidth(elapsed, hz);
+        b.dirtied_stamp = dirtied;
         b.bw_time_stamp = now;
     }
 
@@ -152,7 +173,7 @@ pub async fn bw_dwork(w: Rc<World>, d: usize) {
                 let mut k = w.k();
                 k.bdis[d].bw_dwork_at = None;
                 let now = k.jiffies();
-                k.wb_update_bandwidth(d, now);
+                k.wb_update_bandwidth(d, now, None);
             }
             None => {
                 w.block(None).await;

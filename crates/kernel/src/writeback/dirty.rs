@@ -11,13 +11,13 @@
 //! this compensation a writer under memory pressure would be slowed twice,
 //! by reclaim and by the full pause.
 //!
+//! The rate a dirtier is held to is the wb's `dirty_ratelimit` scaled by
+//! `pos_ratio`, both from the kernel's control lines (`position.rs`).
 //! Simplified (see also the module doc of `writeback`): one wb per device
-//! and only the global domain, so `wb_thresh` is taken as `thresh`; the
-//! base rate `dirty_ratelimit` is the estimated write bandwidth shared by
-//! the dirtiers of the last second, and `pos_ratio` the global cubic
-//! around the setpoint; no per-CPU `bdp_ratelimits` or
+//! and only the global domain; no per-CPU `bdp_ratelimits` or
 //! `dirty_throttle_leaks`.
 
+use super::position::{dirty_freerun_ceiling, wb_position_ratio, Dtc, RATELIMIT_CALC_SHIFT};
 use crate::engine::World;
 use crate::Kernel;
 
@@ -119,16 +119,27 @@ enum Round {
     Pause { deadline: u64, again: bool },
 }
 
+/// What the end of `balance_dirty_pages` reads of its last round: the
+/// kernel's loop variables `nr_reclaimable`, `gdtc->bg_thresh` and
+/// `dirty_exceeded`.
+#[derive(Default)]
+struct LastRound {
+    nr_reclaimable: u64,
+    bg_thresh: u64,
+    dirty_exceeded: bool,
+}
+
 /// `balance_dirty_pages` (5.15).
 async fn balance_dirty_pages(w: &World) {
     let (start_time, pages_dirtied) = {
         let k = w.k();
         (k.jiffies(), k.current().nr_dirtied)
     };
+    let mut last = LastRound::default();
     loop {
         let round = {
             let mut k = w.k();
-            bdp_round(&mut k, start_time, pages_dirtied)
+            bdp_round(&mut k, start_time, pages_dirtied, &mut last)
         };
         let Round::Pause { deadline, again } = round else {
             break;
@@ -139,65 +150,65 @@ async fn balance_dirty_pages(w: &World) {
             break;
         }
     }
-    // The end of balance_dirty_pages: start background writeback once
-    // reclaimable pages exceed the background threshold.
+    // The end of 5.15's balance_dirty_pages (5.19 moved the background
+    // start into the loop): clear dirty_exceeded if the last round was
+    // under the limits, and start background writeback once the last
+    // round's reclaimable pages exceed its background threshold (waking a
+    // flusher that is already writing changes nothing: writeback_in_progress).
     let mut k = w.k();
-    let (_, bg) = k.dirty_thresholds();
-    if k.nr_dirty() > bg && k.params.laptop_mode == 0 {
-        let d = k.machine.data_dev();
+    let d = k.machine.data_dev();
+    if !last.dirty_exceeded {
+        k.bdis[d].dirty_exceeded = false;
+    }
+    if k.params.laptop_mode == 0 && last.nr_reclaimable > last.bg_thresh {
         k.wake_flusher(d);
     }
 }
 
 /// One pass of `balance_dirty_pages`' loop at jiffy `now`: the limits,
-/// the task's rate limit, and its pause (think time deducted).
-fn bdp_round(k: &mut Kernel, start_time: u64, pages_dirtied: u64) -> Round {
+/// the position and rate controls, the task's rate limit, and its pause
+/// (think time deducted).
+fn bdp_round(k: &mut Kernel, start_time: u64, pages_dirtied: u64, last: &mut LastRound) -> Round {
     let hz = k.params.hz;
     let mut now = k.jiffies();
-    let (thresh, bg) = k.dirty_thresholds();
+    let (thresh, bg_thresh) = k.dirty_thresholds();
     let nr_reclaimable = k.nr_dirty();
     let dirty = nr_reclaimable + k.nr_writeback();
-    let freerun = (thresh + bg) / 2;
+    last.nr_reclaimable = nr_reclaimable;
+    last.bg_thresh = bg_thresh;
     let d = k.machine.data_dev();
-    if dirty <= freerun {
-        k.bdis[d].dirty_exceeded = false;
+    if dirty <= dirty_freerun_ceiling(thresh, bg_thresh) {
         let t = k.current_mut();
         t.dirty_paused_when = now;
         t.nr_dirtied = 0;
         t.nr_dirtied_pause = dirty_poll_interval(dirty, thresh);
         return Round::Done;
     }
-    if nr_reclaimable > bg {
-        k.wake_flusher(d);
-    }
-    let me = k.exec.current();
-    let now_ns = k.exec.now();
-    let dirtiers = &mut k.bdis[d].dirtiers;
-    dirtiers.retain(|&(t, at)| t != me && now_ns.saturating_sub(at) < 1_000_000_000);
-    dirtiers.push((me, now_ns));
-    let nr_dirtiers = dirtiers.len() as f64;
-    let wb_dirty = nr_reclaimable + k.bdis[d].nr_writeback;
-    k.bdis[d].dirty_exceeded = wb_dirty > thresh && dirty > thresh;
-    // wb_position_ratio(), global part: a cubic around the setpoint.
-    let limit = thresh.max(freerun + 1);
-    let setpoint = (freerun + limit) / 2;
-    let x = (setpoint as f64 - dirty as f64) / ((limit - setpoint) as f64 + 1.0);
-    let pos_ratio = if dirty >= limit {
-        0.0
-    } else {
-        (1.0 + x * x * x).clamp(0.0, 2.0)
+    // if (unlikely(!writeback_in_progress(wb))) wb_start_background_writeback(wb)
+    k.wake_flusher(d);
+    // wb_dirty_limits(): the wb's share of the threshold (see position.rs)
+    // and its dirty + writeback pages.
+    let mut dtc = Dtc {
+        thresh,
+        bg_thresh,
+        dirty,
+        wb_thresh: if k.bdis[d].written > 0 { thresh } else { 0 },
+        wb_dirty: nr_reclaimable + k.bdis[d].nr_writeback,
+        pos_ratio: 0,
     };
-    k.wb_maybe_update_bandwidth(d);
-    let dirty_ratelimit = ((k.bdis[d].avg_write_bandwidth as f64 / nr_dirtiers) as u64).max(1);
-    let task_ratelimit = (dirty_ratelimit as f64 * pos_ratio) as u64;
-    let max_pause = k.wb_max_pause(d, wb_dirty) as i64;
+    last.dirty_exceeded = dtc.wb_dirty > dtc.wb_thresh && dtc.dirty > dtc.thresh;
+    wb_position_ratio(&k.wb_domain, &k.bdis[d], &mut dtc);
+    if last.dirty_exceeded {
+        k.bdis[d].dirty_exceeded = true;
+    }
+    k.wb_maybe_update_bandwidth(d, Some(&dtc));
+    let dirty_ratelimit = k.bdis[d].dirty_ratelimit;
+    let task_ratelimit = (dirty_ratelimit * dtc.pos_ratio) >> RATELIMIT_CALC_SHIFT;
+    let max_pause = k.wb_max_pause(d, dtc.wb_dirty) as i64;
     let (min_pause, nr_dirtied_pause) =
         k.wb_min_pause(d, max_pause, task_ratelimit, dirty_ratelimit);
     let trace = BdpTrace {
-        limit,
-        setpoint,
-        dirty,
-        wb_dirty,
+        dtc,
         dirty_ratelimit,
         task_ratelimit,
     };
@@ -236,7 +247,7 @@ fn bdp_round(k: &mut Kernel, start_time: u64, pages_dirtied: u64) -> Round {
         pause = max_pause;
     }
     trace.emit(k, pages_dirtied, period, pause, start_time);
-    k.bdis[d].dirty_sleep = Some(now_ns);
+    k.bdis[d].dirty_sleep = Some(k.exec.now());
     let deadline = k.timeout_deadline(pause as u64).1;
     let t = k.current_mut();
     t.dirty_paused_when = now + pause as u64;
@@ -244,25 +255,25 @@ fn bdp_round(k: &mut Kernel, start_time: u64, pages_dirtied: u64) -> Round {
     t.nr_dirtied_pause = nr_dirtied_pause;
     // Only a zero rate limit loops, and only while the wb has more dirty
     // pages than its counters' per-CPU error.
-    let again = task_ratelimit == 0 && wb_dirty > k.wb_stat_error();
+    let again = task_ratelimit == 0 && dtc.wb_dirty > k.wb_stat_error();
     Round::Pause { deadline, again }
 }
 
 /// The fields of a `balance_dirty_pages` trace line known before the
 /// pause is decided.
 struct BdpTrace {
-    limit: u64,
-    setpoint: u64,
-    dirty: u64,
-    wb_dirty: u64,
+    dtc: Dtc,
     dirty_ratelimit: u64,
     task_ratelimit: u64,
 }
 
 impl BdpTrace {
     /// `trace_balance_dirty_pages` (include/trace/events/writeback.h):
-    /// rates in KB/s; `paused`, `pause`, `period` and `think` in ms
-    /// (`x * 1000 / HZ`), `think` from the task's virtual pause end.
+    /// `limit` is the domain's `dirty_limit` as it stands, `setpoint`
+    /// halfway from freerun to it, `bdi_setpoint` that scaled by
+    /// `wb_thresh / (thresh + 1)`; rates in KB/s; `paused`, `pause`,
+    /// `period` and `think` in ms (`x * 1000 / HZ`), `think` from the
+    /// task's virtual pause end.
     fn emit(&self, k: &mut Kernel, dirtied: u64, period: i64, pause: i64, start_time: u64) {
         let hz = k.params.hz as i64;
         let jiffies = k.jiffies() as i64;
@@ -275,12 +286,16 @@ impl BdpTrace {
             ms(jiffies - t.dirty_paused_when as i64)
         };
         let dirtied_pause = t.nr_dirtied_pause;
+        let dtc = &self.dtc;
+        let limit = k.wb_domain.dirty_limit;
+        let setpoint = (limit + dirty_freerun_ceiling(dtc.thresh, dtc.bg_thresh)) / 2;
+        let bdi_setpoint = setpoint * dtc.wb_thresh / (dtc.thresh + 1);
         let bdi = format!("{}:0", 8 + k.machine.data_dev() * 16);
         crate::trace!(
             k,
             "balance_dirty_pages",
             "bdi {}: limit={} setpoint={} dirty={} bdi_setpoint={} bdi_dirty={} dirty_ratelimit={} task_ratelimit={} dirtied={} dirtied_pause={} paused={} pause={} period={} think={} cgroup_ino=1",
-            bdi, self.limit, self.setpoint, self.dirty, self.setpoint, self.wb_dirty,
+            bdi, limit, setpoint, dtc.dirty, bdi_setpoint, dtc.wb_dirty,
             kbps(self.dirty_ratelimit), kbps(self.task_ratelimit), dirtied, dirtied_pause,
             ms(jiffies - start_time as i64), ms(pause), ms(period), think
         );

@@ -6,16 +6,16 @@
 //! Simplifications: one `bdi_writeback` per device (no cgroup writeback);
 //! the flusher writes inodes in dirtied order, `writeback_chunk_size` per
 //! inode per round, resuming at `writeback_index`; `balance_dirty_pages`
-//! uses the global position control (`pos_ratio`, a cubic around the
-//! setpoint between freerun and the limit) with a dirty rate limit of the
-//! estimated write bandwidth shared by the active dirtiers (`bandwidth`),
-//! pauses capped by `wb_max_pause`; no per-wb share.
+//! (`dirty`) throttles with the kernel's position and rate controls
+//! (`position`) in the global domain only.
 
 mod bandwidth;
 mod dirty;
+mod position;
 
 pub use bandwidth::bw_dwork;
 pub use dirty::balance_dirty_pages_ratelimited;
+pub use position::WbDomain;
 
 use std::collections::VecDeque;
 use std::rc::Rc;
@@ -45,8 +45,6 @@ pub struct Bdi {
     pub flusher: Option<TaskId>,
     /// Last kupdate-style flush.
     pub last_old_flush: u64,
-    /// Dirtiers seen by `balance_dirty_pages` recently: (task, time).
-    pub dirtiers: Vec<(TaskId, u64)>,
     /// `wb->dirty_exceeded`: the last `balance_dirty_pages` found the
     /// dirty pages over the limit, so dirtiers check every 8 pages.
     pub dirty_exceeded: bool,
@@ -66,6 +64,16 @@ pub struct Bdi {
     pub write_bandwidth: u64,
     /// `wb->avg_write_bandwidth`, pages per second (smoothed).
     pub avg_write_bandwidth: u64,
+    /// `wb->stat[WB_DIRTIED]`: file pages dirtied on this device.
+    pub dirtied: u64,
+    /// `wb->dirtied_stamp`: `dirtied` at the last bandwidth update.
+    pub dirtied_stamp: u64,
+    /// `wb->dirty_ratelimit`, pages per second: the base rate of each
+    /// dirtier, moved every 200 ms by the rate control (`position`).
+    pub dirty_ratelimit: u64,
+    /// `wb->balanced_dirty_ratelimit`, pages per second: the last balanced
+    /// rate the rate control computed.
+    pub balanced_dirty_ratelimit: u64,
     /// When the delayed bandwidth update (`wb->bw_dwork`) is due, if queued.
     pub bw_dwork_at: Option<u64>,
     /// The `bw_dwork` worker sleeps here while nothing is queued.
@@ -335,7 +343,7 @@ pub async fn flusher(w: Rc<World>, d: usize) {
                     for (pages, pos) in reqs {
                         submit_bio(&w, d, ReqKind::FileWrite, pages, pos, false).await;
                     }
-                    w.k().wb_maybe_update_bandwidth(d);
+                    w.k().wb_maybe_update_bandwidth(d, None);
                     left = left.saturating_sub(n);
                     let stop = {
                         let k = w.k();
