@@ -122,6 +122,7 @@ params! {
     min_free_kbytes: u64 = |_| 0, "vm.min_free_kbytes", 0, 67108864, "min watermark in KiB; 0 = the kernel's default int_sqrt(lowmem_kbytes*16) clamped to [128, 262144]";
     watermark_scale_factor: u64 = |_| 10, "vm.watermark_scale_factor", 1, 3000, "gap between min/low/high watermarks in 1/10000 of zone memory";
     laptop_mode: u64 = |_| 0, "vm.laptop_mode", 0, 1, "laptop mode: reclaim does not write pages at the first priorities";
+    dirty_kernel_controls: u64 = |_| 0, "writeback.kernel_controls", 0, 1, "1: balance_dirty_pages throttles with the kernel's position and rate controls (wb_position_ratio, wb_update_dirty_ratelimit) against dom->dirty_limit, which lags a falling threshold; 0, the default until scanning's cost at full size is modelled (README): the global cubic against the current threshold, at the write bandwidth shared by the recent dirtiers";
     writeback_timeout_us: u64 = |_| 100_000, "throttle.writeback.timeout_us", 0, 10_000_000, "VMSCAN_THROTTLE_WRITEBACK sleep (HZ/10 in 5.16)";
     writeback_wake_per_waiter: u64 = |_| 32, "throttle.writeback.wake_pages_per_waiter", 0, 1_000_000, "pages that must finish writeback per throttled task before WRITEBACK waiters are woken (SWAP_CLUSTER_MAX in __acct_reclaim_writeback)";
     isolated_timeout_us: u64 = |_| 20_000, "throttle.isolated.timeout_us", 0, 10_000_000, "VMSCAN_THROTTLE_ISOLATED sleep (HZ/50)";

@@ -11,8 +11,14 @@
 //! this compensation a writer under memory pressure would be slowed twice,
 //! by reclaim and by the full pause.
 //!
-//! The rate a dirtier is held to is the wb's `dirty_ratelimit` scaled by
-//! `pos_ratio`, both from the kernel's control lines (`position.rs`).
+//! The rate a dirtier is held to is a base rate scaled by `pos_ratio`:
+//! with `writeback.kernel_controls=1` both come from the kernel's control
+//! lines (`position.rs`): the wb's `dirty_ratelimit`, and the position
+//! against `dom->dirty_limit`, which lags a falling threshold. The default
+//! for now is an estimate: the global cubic against the current threshold,
+//! at the write bandwidth shared by the recent dirtiers (README: with the
+//! kernel's controls the full-size v5.15 scans several times what the
+//! 2021 letters measured, which points at a cost the simulation lacks).
 //! Simplified (see also the module doc of `writeback`): one wb per device
 //! and only the global domain; no per-CPU `bdp_ratelimits` or
 //! `dirty_throttle_leaks`.
@@ -150,18 +156,28 @@ async fn balance_dirty_pages(w: &World) {
             break;
         }
     }
-    // The end of 5.15's balance_dirty_pages (5.19 moved the background
-    // start into the loop): clear dirty_exceeded if the last round was
-    // under the limits, and start background writeback once the last
-    // round's reclaimable pages exceed its background threshold (waking a
-    // flusher that is already writing changes nothing: writeback_in_progress).
     let mut k = w.k();
     let d = k.machine.data_dev();
-    if !last.dirty_exceeded {
-        k.bdis[d].dirty_exceeded = false;
-    }
-    if k.params.laptop_mode == 0 && last.nr_reclaimable > last.bg_thresh {
-        k.wake_flusher(d);
+    if k.params.dirty_kernel_controls != 0 {
+        // The end of 5.15's balance_dirty_pages (5.19 moved the background
+        // start into the loop): clear dirty_exceeded if the last round was
+        // under the limits, and start background writeback once the last
+        // round's reclaimable pages exceed its background threshold (waking
+        // a flusher that is already writing changes nothing:
+        // writeback_in_progress).
+        if !last.dirty_exceeded {
+            k.bdis[d].dirty_exceeded = false;
+        }
+        if k.params.laptop_mode == 0 && last.nr_reclaimable > last.bg_thresh {
+            k.wake_flusher(d);
+        }
+    } else {
+        // The estimate's end, as before the kernel controls: the thresholds
+        // looked at again.
+        let (_, bg) = k.dirty_thresholds();
+        if k.nr_dirty() > bg && k.params.laptop_mode == 0 {
+            k.wake_flusher(d);
+        }
     }
 }
 
@@ -177,18 +193,20 @@ fn bdp_round(k: &mut Kernel, start_time: u64, pages_dirtied: u64, last: &mut Las
     last.nr_reclaimable = nr_reclaimable;
     last.bg_thresh = bg_thresh;
     let d = k.machine.data_dev();
+    let kernel_controls = k.params.dirty_kernel_controls != 0;
     if dirty <= dirty_freerun_ceiling(thresh, bg_thresh) {
+        if !kernel_controls {
+            k.bdis[d].dirty_exceeded = false;
+        }
         let t = k.current_mut();
         t.dirty_paused_when = now;
         t.nr_dirtied = 0;
         t.nr_dirtied_pause = dirty_poll_interval(dirty, thresh);
         return Round::Done;
     }
-    // if (unlikely(!writeback_in_progress(wb))) wb_start_background_writeback(wb)
-    k.wake_flusher(d);
     // wb_dirty_limits(): the wb's share of the threshold (see position.rs)
     // and its dirty + writeback pages.
-    let mut dtc = Dtc {
+    let dtc = Dtc {
         thresh,
         bg_thresh,
         dirty,
@@ -196,22 +214,15 @@ fn bdp_round(k: &mut Kernel, start_time: u64, pages_dirtied: u64, last: &mut Las
         wb_dirty: nr_reclaimable + k.bdis[d].nr_writeback,
         pos_ratio: 0,
     };
-    last.dirty_exceeded = dtc.wb_dirty > dtc.wb_thresh && dtc.dirty > dtc.thresh;
-    wb_position_ratio(&k.wb_domain, &k.bdis[d], &mut dtc);
-    if last.dirty_exceeded {
-        k.bdis[d].dirty_exceeded = true;
-    }
-    k.wb_maybe_update_bandwidth(d, Some(&dtc));
-    let dirty_ratelimit = k.bdis[d].dirty_ratelimit;
-    let task_ratelimit = (dirty_ratelimit * dtc.pos_ratio) >> RATELIMIT_CALC_SHIFT;
+    let trace = if kernel_controls {
+        kernel_controls_round(k, d, dtc, last)
+    } else {
+        estimate_round(k, d, dtc, nr_reclaimable)
+    };
+    let (dirty_ratelimit, task_ratelimit) = (trace.dirty_ratelimit, trace.task_ratelimit);
     let max_pause = k.wb_max_pause(d, dtc.wb_dirty) as i64;
     let (min_pause, nr_dirtied_pause) =
         k.wb_min_pause(d, max_pause, task_ratelimit, dirty_ratelimit);
-    let trace = BdpTrace {
-        dtc,
-        dirty_ratelimit,
-        task_ratelimit,
-    };
     let (period, mut pause);
     // A zero rate limit (over the limit) takes the longest pause.
     if let Some(p) = (hz * pages_dirtied).checked_div(task_ratelimit) {
@@ -259,10 +270,79 @@ fn bdp_round(k: &mut Kernel, start_time: u64, pages_dirtied: u64, last: &mut Las
     Round::Pause { deadline, again }
 }
 
+/// 5.15's controls (`writeback.kernel_controls=1`): start background
+/// writeback, `dirty_exceeded`, `wb_position_ratio`, the bandwidth, dirty
+/// limit and rate updates every `BANDWIDTH_INTERVAL`, and the task's rate
+/// `dirty_ratelimit * pos_ratio`.
+fn kernel_controls_round(k: &mut Kernel, d: usize, mut dtc: Dtc, last: &mut LastRound) -> BdpTrace {
+    // if (unlikely(!writeback_in_progress(wb))) wb_start_background_writeback(wb)
+    k.wake_flusher(d);
+    last.dirty_exceeded = dtc.wb_dirty > dtc.wb_thresh && dtc.dirty > dtc.thresh;
+    wb_position_ratio(&k.wb_domain, &k.bdis[d], &mut dtc);
+    if last.dirty_exceeded {
+        k.bdis[d].dirty_exceeded = true;
+    }
+    k.wb_maybe_update_bandwidth(d, Some(&dtc));
+    let dirty_ratelimit = k.bdis[d].dirty_ratelimit;
+    // The tracepoint's view: the domain's limit as it stands.
+    let limit = k.wb_domain.dirty_limit;
+    let setpoint = (limit + dirty_freerun_ceiling(dtc.thresh, dtc.bg_thresh)) / 2;
+    BdpTrace {
+        limit,
+        setpoint,
+        bdi_setpoint: setpoint * dtc.wb_thresh / (dtc.thresh + 1),
+        dirty: dtc.dirty,
+        wb_dirty: dtc.wb_dirty,
+        dirty_ratelimit,
+        task_ratelimit: (dirty_ratelimit * dtc.pos_ratio) >> RATELIMIT_CALC_SHIFT,
+    }
+}
+
+/// The estimate (`writeback.kernel_controls=0`, the default for now): the
+/// global cubic around the setpoint between freerun and the *current*
+/// threshold, no wb line, at the write bandwidth shared by the tasks that
+/// dirtied in the last second.
+fn estimate_round(k: &mut Kernel, d: usize, dtc: Dtc, nr_reclaimable: u64) -> BdpTrace {
+    let freerun = dirty_freerun_ceiling(dtc.thresh, dtc.bg_thresh);
+    if nr_reclaimable > dtc.bg_thresh {
+        k.wake_flusher(d);
+    }
+    let me = k.exec.current();
+    let now_ns = k.exec.now();
+    let dirtiers = &mut k.bdis[d].dirtiers;
+    dirtiers.retain(|&(t, at)| t != me && now_ns.saturating_sub(at) < 1_000_000_000);
+    dirtiers.push((me, now_ns));
+    let nr_dirtiers = dirtiers.len() as f64;
+    k.bdis[d].dirty_exceeded = dtc.wb_dirty > dtc.thresh && dtc.dirty > dtc.thresh;
+    let limit = dtc.thresh.max(freerun + 1);
+    let setpoint = (freerun + limit) / 2;
+    let x = (setpoint as f64 - dtc.dirty as f64) / ((limit - setpoint) as f64 + 1.0);
+    let pos_ratio = if dtc.dirty >= limit {
+        0.0
+    } else {
+        (1.0 + x * x * x).clamp(0.0, 2.0)
+    };
+    k.wb_maybe_update_bandwidth(d, None);
+    let dirty_ratelimit = ((k.bdis[d].avg_write_bandwidth as f64 / nr_dirtiers) as u64).max(1);
+    BdpTrace {
+        limit,
+        setpoint,
+        bdi_setpoint: setpoint,
+        dirty: dtc.dirty,
+        wb_dirty: dtc.wb_dirty,
+        dirty_ratelimit,
+        task_ratelimit: (dirty_ratelimit as f64 * pos_ratio) as u64,
+    }
+}
+
 /// The fields of a `balance_dirty_pages` trace line known before the
 /// pause is decided.
 struct BdpTrace {
-    dtc: Dtc,
+    limit: u64,
+    setpoint: u64,
+    bdi_setpoint: u64,
+    dirty: u64,
+    wb_dirty: u64,
     dirty_ratelimit: u64,
     task_ratelimit: u64,
 }
@@ -271,9 +351,9 @@ impl BdpTrace {
     /// `trace_balance_dirty_pages` (include/trace/events/writeback.h):
     /// `limit` is the domain's `dirty_limit` as it stands, `setpoint`
     /// halfway from freerun to it, `bdi_setpoint` that scaled by
-    /// `wb_thresh / (thresh + 1)`; rates in KB/s; `paused`, `pause`,
-    /// `period` and `think` in ms (`x * 1000 / HZ`), `think` from the
-    /// task's virtual pause end.
+    /// `wb_thresh / (thresh + 1)` (the estimate prints its own limit and
+    /// setpoint); rates in KB/s; `paused`, `pause`, `period` and `think` in
+    /// ms (`x * 1000 / HZ`), `think` from the task's virtual pause end.
     fn emit(&self, k: &mut Kernel, dirtied: u64, period: i64, pause: i64, start_time: u64) {
         let hz = k.params.hz as i64;
         let jiffies = k.jiffies() as i64;
@@ -286,16 +366,12 @@ impl BdpTrace {
             ms(jiffies - t.dirty_paused_when as i64)
         };
         let dirtied_pause = t.nr_dirtied_pause;
-        let dtc = &self.dtc;
-        let limit = k.wb_domain.dirty_limit;
-        let setpoint = (limit + dirty_freerun_ceiling(dtc.thresh, dtc.bg_thresh)) / 2;
-        let bdi_setpoint = setpoint * dtc.wb_thresh / (dtc.thresh + 1);
         let bdi = format!("{}:0", 8 + k.machine.data_dev() * 16);
         crate::trace!(
             k,
             "balance_dirty_pages",
             "bdi {}: limit={} setpoint={} dirty={} bdi_setpoint={} bdi_dirty={} dirty_ratelimit={} task_ratelimit={} dirtied={} dirtied_pause={} paused={} pause={} period={} think={} cgroup_ino=1",
-            bdi, limit, setpoint, dtc.dirty, bdi_setpoint, dtc.wb_dirty,
+            bdi, self.limit, self.setpoint, self.dirty, self.bdi_setpoint, self.wb_dirty,
             kbps(self.dirty_ratelimit), kbps(self.task_ratelimit), dirtied, dirtied_pause,
             ms(jiffies - start_time as i64), ms(pause), ms(period), think
         );

@@ -6,8 +6,9 @@
 //! Simplifications: one `bdi_writeback` per device (no cgroup writeback);
 //! the flusher writes inodes in dirtied order, `writeback_chunk_size` per
 //! inode per round, resuming at `writeback_index`; `balance_dirty_pages`
-//! (`dirty`) throttles with the kernel's position and rate controls
-//! (`position`) in the global domain only.
+//! (`dirty`) throttles in the global domain only, with the kernel's
+//! position and rate controls (`position`) or, by default for now, a
+//! simpler estimate (see `writeback.kernel_controls`).
 
 mod bandwidth;
 mod dirty;
@@ -45,6 +46,10 @@ pub struct Bdi {
     pub flusher: Option<TaskId>,
     /// Last kupdate-style flush.
     pub last_old_flush: u64,
+    /// Dirtiers seen by `balance_dirty_pages` recently: (task, time); the
+    /// base rate with `writeback.kernel_controls=0` is the bandwidth shared
+    /// among them.
+    pub dirtiers: Vec<(TaskId, u64)>,
     /// `wb->dirty_exceeded`: the last `balance_dirty_pages` found the
     /// dirty pages over the limit, so dirtiers check every 8 pages.
     pub dirty_exceeded: bool,
