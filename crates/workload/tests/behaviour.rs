@@ -526,8 +526,8 @@ fn dirty_limit_follows_a_falling_threshold_slowly() {
         let ((t0, l0), (t1, l1)) = (w[0], w[1]);
         if l1 < l0 {
             falls += 1;
-            // One update at most per 200 ms: a fall within 0.2 s is one
-            // step of at most 1/32 of the limit (the gap is smaller).
+            // The limit changes at most once per 200 ms, and a fall is at
+            // most 1/32 of the gap to the target, so of the limit itself.
             assert!(t1 - t0 >= 0.19, "two updates {t0} -> {t1} s");
             assert!(
                 l0 - l1 <= l0.div_ceil(32),
