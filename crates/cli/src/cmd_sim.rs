@@ -237,6 +237,8 @@ enum Workload {
         steps: Vec<StepSpec>,
         /// `spec.*` settings for the record (`Spec::to_params`).
         params: Vec<(String, String)>,
+        /// The cgroup version its cgroups are written for, if it says.
+        memcg_version: Option<u64>,
     },
 }
 
@@ -291,6 +293,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             file: args.workload.clone(),
             steps: vec![StepSpec::from_spec(&spec)],
             params: spec.to_params(),
+            memcg_version: spec.memcg_version(),
         }
     } else if let Some(spec) = Spec::builtin(&args.workload) {
         Workload::Spec {
@@ -298,6 +301,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             file: args.workload.clone(),
             steps: vec![StepSpec::from_spec(&spec)],
             params: spec.to_params(),
+            memcg_version: spec.memcg_version(),
         }
     } else {
         let mut names = vec!["stutterp"];
@@ -308,6 +312,33 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             names.join(", ")
         );
     };
+    if let Workload::Spec { file, .. } = &workload {
+        let spec = Spec::load(file).or_else(|_| {
+            Spec::builtin(file).ok_or_else(|| anyhow!("workload `{file}` vanished"))
+        })?;
+        for (i, wk) in spec.workers.iter().enumerate() {
+            if let Some(d) = &wk.device {
+                if !machine.devices.iter().any(|x| &x.name == d) {
+                    let names: Vec<&str> =
+                        machine.devices.iter().map(|x| x.name.as_str()).collect();
+                    bail!(
+                        "{file}: worker #{}: device = `{d}` is not a device of machine `{}` (its devices: {}); name one of them or pick a machine that has it",
+                        i + 1,
+                        machine.name,
+                        names.join(", ")
+                    );
+                }
+            }
+        }
+        reclaimlab_workload::cgroups::memcg_specs(&spec.cgroups, machine.workload_memory_mib())
+            .map_err(|e| {
+                anyhow!(
+                    "{file}: {e} (machine `{}` gives the workload {} MiB)",
+                    machine.name,
+                    machine.workload_memory_mib()
+                )
+            })?;
+    }
     let (workload_name, spec_label) = match &workload {
         Workload::Stutterp => ("stutterp".to_string(), "stutterp".to_string()),
         Workload::Spec { name, file, .. } => (name.clone(), file.clone()),
@@ -328,6 +359,18 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for p in &profiles {
         for (pi, point) in points.iter().enumerate() {
             let mut params = Params::defaults(p);
+            // The hierarchy the machine's or the spec's cgroups are on,
+            // unless --set memcg.version says otherwise.
+            if let Some(wc) = &machine.workload_cgroup {
+                params.memcg_version = u64::from(wc.version);
+            }
+            if let Workload::Spec {
+                memcg_version: Some(v),
+                ..
+            } = &workload
+            {
+                params.memcg_version = *v;
+            }
             let mut sp = StutterpParams::default();
             let mut policy = (*p).clone();
             let mut seed = args.seed;
@@ -363,6 +406,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 spec: spec_label.clone(),
             };
             meta.seed = Some(seed);
+            let limited = machine.workload_cgroup.is_some()
+                || steps.iter().any(|st| {
+                    st.cgroups.iter().any(|c| {
+                        c.max != reclaimlab_kernel::mm::memcontrol::PAGE_COUNTER_MAX
+                            || c.high != reclaimlab_kernel::mm::memcontrol::PAGE_COUNTER_MAX
+                    })
+                });
+            if limited {
+                meta.reclaim_scope = if cfg.params.memcg_version == 1 {
+                    reclaimlab_record::ReclaimScope::MemcgV1
+                } else {
+                    reclaimlab_record::ReclaimScope::MemcgV2
+                };
+            }
             for (k, v) in cfg.params.to_pairs() {
                 meta.params.insert(k.to_string(), v);
             }

@@ -116,6 +116,7 @@ mod tests {
                 max_sectors_kb: Some(1280),
                 wbt_lat_usec: Some(75000),
             }),
+            memcg_version: Some(2),
         };
         let bw = Bandwidth {
             write_mb_s: 123.4,
@@ -125,9 +126,9 @@ mod tests {
             when_unix: 1_700_000_000,
         };
         for (a, mem, swap) in [
-            ("host", 1024, 0),
+            ("host", 8192, 0),
             ("host:all", 8192, 0),
-            ("host:3G,swap=2G", 3072, 2048),
+            ("host:3G,swap=2G", 8192, 2048),
         ] {
             let arg = HostArg::parse(a).unwrap().unwrap();
             let (t, _) = machine_toml(&arg, &facts, &bw).unwrap();
@@ -137,6 +138,15 @@ mod tests {
                 (m.cpus, m.nodes, m.memory_mib, m.swap_mib),
                 (3, 2, mem, swap)
             );
+            // host:SIZE puts the workload in a cgroup of SIZE, as `run
+            // --memory SIZE` does; host:all runs it in the root.
+            let limit = m.workload_cgroup.as_ref().map(|c| (c.memory_max_mib, c.version));
+            let want = match a {
+                "host" => Some((1024, 2)),
+                "host:all" => None,
+                _ => Some((3072, 2)),
+            };
+            assert_eq!(limit, want, "{a}");
             let d = &m.devices[m.data_dev()];
             assert_eq!(
                 (d.name.as_str(), d.write_mb_s, d.read_mb_s),

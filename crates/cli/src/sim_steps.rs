@@ -280,10 +280,71 @@ impl Assembly {
                 pages_freed: Some(t.pages.1),
             })
             .collect();
+        m.cgroups = summary
+            .cgroups
+            .iter()
+            .map(|c| cgroup_record(c, &summary.cgroups))
+            .collect();
+        m.oom_kills = summary
+            .oom_kills
+            .iter()
+            .map(|(step, o, cg)| reclaimlab_record::OomKillRecord {
+                t_s: o.t_ns as f64 / 1e9,
+                step: Some(*step),
+                pid: o.pid,
+                comm: o.comm.clone(),
+                cgroup: cg.clone(),
+                constraint: o.constraint.to_string(),
+                victim_kib: o.victim_pages * 4,
+                free_kib: o.free_pages * 4,
+            })
+            .collect();
+        if summary.writeback_waits.0 > 0 {
+            m.capture.notes.push(format!(
+                "cgroup v1 limit reclaim waited on pages under writeback (wait_on_page_writeback, no tracepoint) {} times, {:.3} s in all",
+                summary.writeback_waits.0,
+                summary.writeback_waits.1 as f64 / 1e9
+            ));
+        }
         let path = w
             .finish()
             .with_context(|| format!("cannot finish the run record {}", self.dir.display()))?;
         Ok((path, summary))
+    }
+}
+
+/// A simulated memory cgroup as the run record keeps it.
+fn cgroup_record(
+    c: &reclaimlab_kernel::mm::memcontrol::MemCgroup,
+    all: &[reclaimlab_kernel::mm::memcontrol::MemCgroup],
+) -> reclaimlab_record::CgroupRecord {
+    use reclaimlab_kernel::mm::memcontrol::{MEMCG_EVENT_NAMES, MEMCG_VM_NAMES, PAGE_COUNTER_MAX};
+    let limit = |p: u64| (p != PAGE_COUNTER_MAX).then_some(p * 4096);
+    reclaimlab_record::CgroupRecord {
+        name: c.name.clone(),
+        // Ids count the root first; `all` leaves it out.
+        parent: c
+            .parent
+            .filter(|&p| p > 0)
+            .and_then(|p| all.get(p as usize - 1))
+            .map(|p| p.name.clone())
+            .unwrap_or_default(),
+        max_bytes: limit(c.max),
+        high_bytes: limit(c.high),
+        low_bytes: c.low * 4096,
+        min_bytes: c.min * 4096,
+        peak_bytes: c.peak * 4096,
+        stat: MEMCG_VM_NAMES
+            .iter()
+            .zip(c.vm)
+            .map(|(n, v)| (n.to_string(), v))
+            .collect(),
+        events: MEMCG_EVENT_NAMES
+            .iter()
+            .zip(c.events)
+            .map(|(n, v)| (n.to_string(), v))
+            .collect(),
+        high_delay_s: c.high_delay_ns as f64 / 1e9,
     }
 }
 

@@ -66,6 +66,27 @@ impl Kernel {
                 }
             }
         }
+        // Every page is charged to the memcg it names and to that memcg's
+        // ancestors (the page counters are hierarchical; the root is not
+        // counted). Free pages name the root.
+        if self.memcgs.len() > 1 {
+            let mut charged = vec![0u64; self.memcgs.len()];
+            for p in &self.frames.pages {
+                let mut m = Some(p.memcg);
+                while let Some(id) = m.filter(|&id| id != 0) {
+                    charged[id as usize] += 1;
+                    m = self.memcgs[id as usize].parent;
+                }
+            }
+            for (id, mc) in self.memcgs.iter().enumerate().skip(1) {
+                if mc.usage != charged[id] {
+                    return Err(format!(
+                        "memcg {} ({id}): usage {} but {} pages charged to it or below",
+                        mc.name, mc.usage, charged[id]
+                    ));
+                }
+            }
+        }
         let (mut iso, mut wb, mut dirty, mut swc) = ([0i64; 2], 0i64, 0i64, 0i64);
         let mut file_wb = vec![0u64; self.bdis.len()];
         let mut per_file_wb = vec![0u64; self.files.len()];

@@ -57,6 +57,11 @@ pub struct Task {
     pub placed: bool,
     /// Anonymous mappings it owns.
     pub mappings: Vec<u32>,
+    /// Memory cgroup it is charged to (0: the root).
+    pub memcg: u16,
+    /// `current->memcg_nr_pages_over_high`: pages charged over
+    /// `memory.high`, paid for at the next batch.
+    pub memcg_nr_pages_over_high: u64,
     /// `fatal_signal_pending()` after an OOM kill.
     pub killed: bool,
     /// `tsk_is_oom_victim()`.
@@ -120,6 +125,8 @@ pub struct Kernel {
     /// Pfn vectors given back by reclaim batches and fault runs, for the
     /// next (`Kernel::pfn_vec`).
     pub spare_pfn_vecs: Vec<Vec<crate::mm::page::Pfn>>,
+    /// Memory cgroups by id (0: the root; see [`crate::mm::memcontrol`]).
+    pub memcgs: Vec<crate::mm::memcontrol::MemCgroup>,
     /// Files by id.
     pub files: Vec<File>,
     /// Swap.
@@ -144,6 +151,8 @@ pub struct Kernel {
     pub trace_lines: u64,
     /// `oom_lock` holder.
     pub oom_lock: bool,
+    /// Every OOM kill so far, global or memcg.
+    pub oom_kills: Vec<crate::mm::alloc::OomKill>,
     /// Deterministic random state (xorshift64*).
     pub rng: u64,
     /// Sampled statistics of stall-relevant waits, for run summaries.
@@ -198,6 +207,7 @@ impl Kernel {
             spare_anon_tables: None,
             lru_scratch: Default::default(),
             spare_pfn_vecs: Vec::new(),
+            memcgs: vec![crate::mm::memcontrol::MemCgroup::root()],
             files: Vec::new(),
             swap,
             devs,
@@ -210,6 +220,7 @@ impl Kernel {
             trace_buf: String::new(),
             trace_lines: 0,
             oom_lock: false,
+            oom_kills: Vec::new(),
             rng: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
             stats: crate::SimStats::default(),
             reclaim_rate: Default::default(),
@@ -247,6 +258,8 @@ impl Kernel {
             vruntime: 0,
             placed: false,
             mappings: Vec::new(),
+            memcg: 0,
+            memcg_nr_pages_over_high: 0,
             killed: false,
             oom_victim: false,
             exited: false,

@@ -57,6 +57,10 @@ pub struct SimStats {
     pub wait_iff_congested: u64,
     /// `reclaim_throttle` calls `policy.rate_priority` let through, by reason.
     pub rate_passed: [u64; profile::NR_VMSCAN_THROTTLE],
+    /// `wait_on_page_writeback` calls of cgroup v1 limit reclaim (case 3).
+    pub wait_on_page_writeback: u64,
+    /// Time they slept, ns.
+    pub wait_on_page_writeback_ns: u64,
 }
 
 /// Everything needed to boot a simulated kernel.

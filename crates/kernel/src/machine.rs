@@ -150,6 +150,35 @@ pub struct Machine {
     /// Device holding swap.
     #[serde(default)]
     pub swap_device: Option<String>,
+    /// The memory cgroup the workload runs in (as `reclaimlab run
+    /// --memory` puts it), if any: every worker not placed in a cgroup of
+    /// its own runs there, and the workload is sized to its limit.
+    #[serde(default)]
+    pub workload_cgroup: Option<WorkloadCgroup>,
+}
+
+/// `[workload_cgroup]` of a machine.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkloadCgroup {
+    /// `memory.max` (v1: `memory.limit_in_bytes`), MiB.
+    pub memory_max_mib: u64,
+    /// The memory controller's cgroup version, 1 or 2 (`memcg.version`).
+    #[serde(default = "two")]
+    pub version: u32,
+}
+
+fn two() -> u32 {
+    2
+}
+
+impl Machine {
+    /// The memory the workload may use: its cgroup's limit, or all memory.
+    pub fn workload_memory_mib(&self) -> u64 {
+        self.workload_cgroup
+            .as_ref()
+            .map_or(self.memory_mib, |c| c.memory_max_mib.min(self.memory_mib))
+    }
 }
 
 fn one() -> u32 {
@@ -210,6 +239,7 @@ pub fn builtin_machines() -> Vec<Machine> {
             devices: vec![dev("sda", 450.0, 500.0, 80.0, 20.0, 32)],
             data_device: None,
             swap_device: None,
+            workload_cgroup: None,
         },
         // One sixteenth of testbox-2021: its CPUs, memory and storage
         // bandwidth divided by 16, latencies kept. The seconds it takes to
@@ -236,6 +266,33 @@ pub fn builtin_machines() -> Vec<Machine> {
             }],
             data_device: None,
             swap_device: None,
+            workload_cgroup: None,
+        },
+        // Andrey Ryabinin's 2018 reproducer (seed 003): a system disk and a
+        // slow second disk, both on the single-queue request layer as SCSI
+        // disks were by default up to 4.18, so a disk with 113 of its 128
+        // write requests allocated is congested (blk_queue_congestion_threshold).
+        // Memory is plentiful: only the cgroups' limits make reclaim run.
+        Machine {
+            name: "hdd-pair-2018".into(),
+            description: "4 CPUs, 8 GiB, 1 GiB swap, two disks on the single-queue layer: sda (system, 120 MB/s) and sdb (a slow HDD, 25 MB/s)".into(),
+            cpus: 4,
+            nodes: 1,
+            memory_mib: 8 * 1024,
+            swap_mib: 1024,
+            devices: vec![
+                DeviceSpec {
+                    layer: Layer::SingleQueue,
+                    ..dev("sda", 120.0, 120.0, 200.0, 6000.0, 32)
+                },
+                DeviceSpec {
+                    layer: Layer::SingleQueue,
+                    ..dev("sdb", 25.0, 25.0, 200.0, 8000.0, 32)
+                },
+            ],
+            data_device: None,
+            swap_device: None,
+            workload_cgroup: None,
         },
         Machine {
             name: "laptop".into(),
@@ -247,6 +304,7 @@ pub fn builtin_machines() -> Vec<Machine> {
             devices: vec![dev("nvme0n1", 1800.0, 3000.0, 20.0, 5.0, 64)],
             data_device: None,
             swap_device: None,
+            workload_cgroup: None,
         },
         Machine {
             name: "testbox-2021".into(),
@@ -264,6 +322,7 @@ pub fn builtin_machines() -> Vec<Machine> {
             devices: vec![dev("sda", 500.0, 530.0, 80.0, 20.0, 32)],
             data_device: None,
             swap_device: None,
+            workload_cgroup: None,
         },
     ]
 }
@@ -375,6 +434,20 @@ impl Machine {
                         names.join(", ")
                     ));
                 }
+            }
+        }
+        if let Some(c) = &self.workload_cgroup {
+            if c.memory_max_mib < 16 || c.memory_max_mib > self.memory_mib {
+                return bad(format!(
+                    "[workload_cgroup] memory_max_mib = {} (accepted: 16..={}, the machine's memory_mib)",
+                    c.memory_max_mib, self.memory_mib
+                ));
+            }
+            if !(1..=2).contains(&c.version) {
+                return bad(format!(
+                    "[workload_cgroup] version = {} (accepted: 1 for cgroup v1, 2 for cgroup v2)",
+                    c.version
+                ));
             }
         }
         Ok(())

@@ -132,6 +132,8 @@ params! {
     congested_timeout_us: u64 = |_| 4_000, "throttle.congested.timeout_us", 0, 10_000_000, "VMSCAN_THROTTLE_CONGESTED sleep (1 jiffy)";
     congestion_wait_timeout_us: u64 = |_| 100_000, "congestion_wait.timeout_us", 0, 10_000_000, "timeout of congestion_wait()/wait_iff_congested() calls in reclaim (HZ/10 in 5.15)";
     too_many_isolated_sleep_us: u64 = |_| 100_000, "congestion_wait.too_many_isolated_msleep_us", 0, 10_000_000, "the msleep(100) in 5.15 shrink_inactive_list when too many pages are isolated";
+    memcg_version: u64 = |_| 2, "memcg.version", 1, 2, "cgroup version of the memory controller's hierarchy: 2 (memory.max, writeback_throttling_sane) or 1 (memory.limit_in_bytes: no ISOLATED throttle, no LRUVEC_CONGESTED, synchronous wait on pages under writeback in limit reclaim)";
+    memcg_charge_retries: u64 = |p| p.memcg_charge_retries, "memcg.charge_retries", 0, 1000, "try_charge_memcg: limit-reclaim passes without progress before the memcg OOM killer (5 up to 5.8, MAX_RECLAIM_RETRIES = 16 from 5.9)";
     max_reclaim_retries: u64 = |_| 16, "reclaim.max_retries", 1, 1000, "MAX_RECLAIM_RETRIES: no-progress loops before OOM; kswapd_failures limit";
     nr_requests: u64 = |_| 128, "block.nr_requests", 4, 100000, "request slots per direction of the single-queue layer (BLKDEV_MAX_RQ); blk-mq uses 2 x the device queue_depth";
     dd_fifo_batch: u64 = |_| 16, "block.mq_deadline.fifo_batch", 1, 1024, "mq-deadline: requests of one direction dispatched as a batch (block/mq-deadline.c fifo_batch)";

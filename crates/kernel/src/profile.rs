@@ -69,6 +69,14 @@ impl Sleep {
     ];
 }
 
+impl CongestionFlags {
+    /// Every value, by the name `--set policy.congestion_flags=NAME` takes.
+    pub const CHOICES: [(&'static str, CongestionFlags); 2] = [
+        ("per_batch", CongestionFlags::PerBatch),
+        ("per_pass", CongestionFlags::PerPass),
+    ];
+}
+
 impl NoProgress {
     /// Every value, by the name `--set policy.noprogress=NAME` takes.
     pub const CHOICES: [(&'static str, NoProgress); 4] = [
@@ -133,6 +141,25 @@ pub enum NoProgress {
     Backoff,
 }
 
+/// Where reclaim keeps its congestion bookkeeping (the node flags
+/// `PGDAT_CONGESTED`/`_DIRTY`/`_WRITEBACK`; `PGDAT_CONGESTED` is the root
+/// lruvec's `LRUVEC_CONGESTED` here).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CongestionFlags {
+    /// Up to 4.16: at the end of every `shrink_inactive_list` batch, by any
+    /// reclaimer (memcg limit reclaim included; CONGESTED and DIRTY only if
+    /// `sane_reclaim`), followed by kswapd's `congestion_wait` on immediate
+    /// pages and every direct reclaimer's `wait_iff_congested(pgdat)`,
+    /// which sleeps only if the node is flagged and some bdi congested.
+    /// Only kswapd clears the flags, when it finds the node balanced.
+    PerBatch,
+    /// From 4.17 (Ryabinin's fix): once per `shrink_node` pass from the
+    /// pass's tallies (`sc->nr`); node flags by kswapd only, a memcg flag by
+    /// cgroup v2 limit reclaim, cleared at the end of its
+    /// `do_try_to_free_pages`.
+    PerPass,
+}
+
 /// A throttling generation.
 #[derive(Clone, Debug, PartialEq)]
 pub struct KernelProfile {
@@ -156,6 +183,19 @@ pub struct KernelProfile {
     pub isolated_wakeups: bool,
     /// Who `reclaim_throttle` lets through by allocation rate (no kernel).
     pub rate_priority: RatePriority,
+    /// `shrink_inactive_list`, cgroup v1 limit reclaim, a batch of dirty
+    /// pages nobody queued for IO, after waking the flushers (6.0+:
+    /// `reclaim_throttle(WRITEBACK)` when `!writeback_throttling_sane`).
+    pub memcg_v1_dirty: Sleep,
+    /// Where the congestion flags are set (4.16 vs 4.17).
+    pub congestion_flags: CongestionFlags,
+    /// Direct limit reclaim also sleeps on the node's kswapd-set
+    /// `PGDAT_CONGESTED`, not only its target memcg's flag (4.17–5.4,
+    /// `pgdat_memcg_congested`); 5.5+ test the target lruvec only.
+    pub direct_congested_sees_node: bool,
+    /// Default of `memcg.charge_retries`: `MEM_CGROUP_RECLAIM_RETRIES` (5)
+    /// up to 5.8, `MAX_RECLAIM_RETRIES` (16) from 5.9.
+    pub memcg_charge_retries: u64,
     /// Default of `throttle.noprogress.timeout_us`.
     pub noprogress_timeout_us: u64,
     /// The `writeback_congestion_wait` tracepoint exists (up to 5.17).
@@ -168,6 +208,46 @@ pub struct KernelProfile {
 
 const PROFILES: &[KernelProfile] = &[
     KernelProfile {
+        name: "v4.16",
+        description: "before Ryabinin's fix: any reclaimer, memcg limit reclaim included, sets the node's congestion flags per LRU batch; only kswapd clears them; every direct batch ends in wait_iff_congested(pgdat); memcg charge retries 5",
+        kswapd_immediate: Sleep::CongestionWait,
+        direct_congested: Sleep::WaitIffCongested,
+        too_many_isolated: Sleep::Msleep,
+        reclaim_retry: Sleep::CongestionWait,
+        noprogress: NoProgress::None,
+        writeback_wakeups: false,
+        isolated_wakeups: false,
+        rate_priority: RatePriority::Off,
+        memcg_v1_dirty: Sleep::None,
+        congestion_flags: CongestionFlags::PerBatch,
+        direct_congested_sees_node: false,
+        memcg_charge_retries: 5,
+        noprogress_timeout_us: 500_000,
+        tp_congestion_wait: true,
+        tp_wait_iff_congested: true,
+        tp_throttled: false,
+    },
+    KernelProfile {
+        name: "v4.17",
+        description: "Ryabinin's fix (4.17): node flags set by kswapd only, once per shrink_node pass; cgroup v2 limit reclaim flags its own memcg; direct reclaim waits only on its node's or target memcg's flag; memcg charge retries 5",
+        kswapd_immediate: Sleep::CongestionWait,
+        direct_congested: Sleep::WaitIffCongested,
+        too_many_isolated: Sleep::Msleep,
+        reclaim_retry: Sleep::CongestionWait,
+        noprogress: NoProgress::None,
+        writeback_wakeups: false,
+        isolated_wakeups: false,
+        rate_priority: RatePriority::Off,
+        memcg_v1_dirty: Sleep::None,
+        congestion_flags: CongestionFlags::PerPass,
+        direct_congested_sees_node: true,
+        memcg_charge_retries: 5,
+        noprogress_timeout_us: 500_000,
+        tp_congestion_wait: true,
+        tp_wait_iff_congested: true,
+        tp_throttled: false,
+    },
+    KernelProfile {
         name: "v5.15",
         description: "congestion_wait()/wait_iff_congested() at every 5.15 call site; msleep(100) in too_many_isolated",
         kswapd_immediate: Sleep::CongestionWait,
@@ -178,6 +258,10 @@ const PROFILES: &[KernelProfile] = &[
         writeback_wakeups: false,
         isolated_wakeups: false,
         rate_priority: RatePriority::Off,
+        memcg_v1_dirty: Sleep::None,
+        congestion_flags: CongestionFlags::PerPass,
+        direct_congested_sees_node: false,
+        memcg_charge_retries: 16,
         noprogress_timeout_us: 500_000,
         tp_congestion_wait: true,
         tp_wait_iff_congested: true,
@@ -194,6 +278,10 @@ const PROFILES: &[KernelProfile] = &[
         writeback_wakeups: true,
         isolated_wakeups: true,
         rate_priority: RatePriority::Off,
+        memcg_v1_dirty: Sleep::None,
+        congestion_flags: CongestionFlags::PerPass,
+        direct_congested_sees_node: false,
+        memcg_charge_retries: 16,
         noprogress_timeout_us: 500_000,
         tp_congestion_wait: true,
         tp_wait_iff_congested: false,
@@ -210,8 +298,32 @@ const PROFILES: &[KernelProfile] = &[
         writeback_wakeups: true,
         isolated_wakeups: true,
         rate_priority: RatePriority::Off,
+        memcg_v1_dirty: Sleep::None,
+        congestion_flags: CongestionFlags::PerPass,
+        direct_congested_sees_node: false,
+        memcg_charge_retries: 16,
         noprogress_timeout_us: 4_000,
         tp_congestion_wait: true,
+        tp_wait_iff_congested: false,
+        tp_throttled: true,
+    },
+    KernelProfile {
+        name: "v6.1",
+        description: "v5.16 and, for cgroup v1 limit reclaim, the WRITEBACK throttle after waking the flushers on an all-dirty batch (81a70c21d917, 6.0); the Debian bookworm kernel",
+        kswapd_immediate: Sleep::Throttle(Reason::Writeback),
+        direct_congested: Sleep::Throttle(Reason::Congested),
+        too_many_isolated: Sleep::Throttle(Reason::Isolated),
+        reclaim_retry: Sleep::None,
+        noprogress: NoProgress::Final,
+        writeback_wakeups: true,
+        isolated_wakeups: true,
+        rate_priority: RatePriority::Off,
+        memcg_v1_dirty: Sleep::Throttle(Reason::Writeback),
+        congestion_flags: CongestionFlags::PerPass,
+        direct_congested_sees_node: false,
+        memcg_charge_retries: 16,
+        noprogress_timeout_us: 4_000,
+        tp_congestion_wait: false,
         tp_wait_iff_congested: false,
         tp_throttled: true,
     },
@@ -226,6 +338,10 @@ const PROFILES: &[KernelProfile] = &[
         writeback_wakeups: false,
         isolated_wakeups: false,
         rate_priority: RatePriority::Off,
+        memcg_v1_dirty: Sleep::None,
+        congestion_flags: CongestionFlags::PerPass,
+        direct_congested_sees_node: false,
+        memcg_charge_retries: 16,
         noprogress_timeout_us: 4_000,
         tp_congestion_wait: false,
         tp_wait_iff_congested: false,
@@ -279,7 +395,7 @@ pub enum PolicyError {
 
 /// The sites and switches of a profile that `--set policy.NAME=VALUE`
 /// changes, with their help lines.
-const POLICY: [(&str, &str); 8] = [
+const POLICY: [(&str, &str); 11] = [
     ("policy.kswapd_immediate", "what kswapd does at the end of shrink_node when it met pages under writeback marked for immediate reclaim (sc->nr.immediate)"),
     ("policy.direct_congested", "what direct reclaim does at the end of shrink_node when kswapd has marked the lruvec LRUVEC_CONGESTED"),
     ("policy.too_many_isolated", "what shrink_inactive_list does (once) while too_many_isolated()"),
@@ -287,11 +403,14 @@ const POLICY: [(&str, &str); 8] = [
     ("policy.noprogress", "consider_reclaim_throttle at the end of shrink_zones: none, rc1 (below DEF_PRIORITY-2, memcg too, after every node), final (priority 1 with nothing reclaimed, skip_throttle_noprogress) or backoff (no kernel: rc1's rule, the sleep doubling from one jiffy per sleep in a row up to the timeout)"),
     ("policy.writeback_wakeups", "1: folio_end_writeback wakes WRITEBACK waiters once enough pages are written (acct_reclaim_writeback); 0: they sleep to the timeout"),
     ("policy.isolated_wakeups", "1: a too_many_isolated() that finds the node below the limit wakes ISOLATED waiters (wake_throttle_isolated); 0: they sleep to the timeout"),
+    ("policy.memcg_v1_dirty", "what cgroup v1 limit reclaim does in shrink_inactive_list after waking the flushers for a batch of dirty pages nobody queued for IO (none up to 5.19; throttle_writeback from 6.0)"),
+    ("policy.congestion_flags", "where reclaim sets the node congestion flags: per_batch (up to 4.16: any reclaimer, memcg limit reclaim included, after every shrink_inactive_list batch, each direct batch ending in wait_iff_congested(pgdat)) or per_pass (4.17+: kswapd only, once per shrink_node pass; cgroup v2 limit reclaim flags its own memcg)"),
+    ("policy.direct_congested_sees_node", "1: direct limit reclaim also waits on the node's kswapd-set PGDAT_CONGESTED (4.17-5.4); 0: only on its target lruvec's flag (5.5+)"),
     ("policy.rate_priority", "no kernel: off (every kernel), or gross/net: a direct reclaimer about to sleep in reclaim_throttle (not for ISOLATED) goes on if the pages it allocated (net: less those it freed or reclaimed) per second over its last throttle.rate.window_ms are at most the machine's reclaim rate (pgsteal per second) divided among the user tasks"),
 ];
 
 /// Every `policy.*` name.
-pub const POLICY_NAMES: [&str; 8] = [
+pub const POLICY_NAMES: [&str; 11] = [
     POLICY[0].0,
     POLICY[1].0,
     POLICY[2].0,
@@ -300,6 +419,9 @@ pub const POLICY_NAMES: [&str; 8] = [
     POLICY[5].0,
     POLICY[6].0,
     POLICY[7].0,
+    POLICY[8].0,
+    POLICY[9].0,
+    POLICY[10].0,
 ];
 
 const BOOL_CHOICES: [(&str, bool); 2] = [("0", false), ("1", true)];
@@ -328,7 +450,10 @@ fn accepted_values(name: &str) -> Vec<&'static str> {
     }
     match name {
         "policy.noprogress" => names(&NoProgress::CHOICES),
-        "policy.writeback_wakeups" | "policy.isolated_wakeups" => names(&BOOL_CHOICES),
+        "policy.writeback_wakeups"
+        | "policy.isolated_wakeups"
+        | "policy.direct_congested_sees_node" => names(&BOOL_CHOICES),
+        "policy.congestion_flags" => names(&CongestionFlags::CHOICES),
         "policy.rate_priority" => names(&RatePriority::CHOICES),
         _ => names(&Sleep::CHOICES),
     }
@@ -346,6 +471,13 @@ impl KernelProfile {
             "policy.writeback_wakeups" => choice_name(&BOOL_CHOICES, self.writeback_wakeups),
             "policy.isolated_wakeups" => choice_name(&BOOL_CHOICES, self.isolated_wakeups),
             "policy.rate_priority" => choice_name(&RatePriority::CHOICES, self.rate_priority),
+            "policy.memcg_v1_dirty" => choice_name(&Sleep::CHOICES, self.memcg_v1_dirty),
+            "policy.congestion_flags" => {
+                choice_name(&CongestionFlags::CHOICES, self.congestion_flags)
+            }
+            "policy.direct_congested_sees_node" => {
+                choice_name(&BOOL_CHOICES, self.direct_congested_sees_node)
+            }
             _ => return None,
         })
     }
@@ -364,6 +496,13 @@ impl KernelProfile {
                 self.too_many_isolated = parse_choice(sleep, name, value)?
             }
             "policy.reclaim_retry" => self.reclaim_retry = parse_choice(sleep, name, value)?,
+            "policy.memcg_v1_dirty" => self.memcg_v1_dirty = parse_choice(sleep, name, value)?,
+            "policy.congestion_flags" => {
+                self.congestion_flags = parse_choice(&CongestionFlags::CHOICES, name, value)?
+            }
+            "policy.direct_congested_sees_node" => {
+                self.direct_congested_sees_node = parse_choice(on, name, value)?
+            }
             "policy.noprogress" => self.noprogress = parse_choice(noprogress, name, value)?,
             "policy.writeback_wakeups" => self.writeback_wakeups = parse_choice(on, name, value)?,
             "policy.isolated_wakeups" => self.isolated_wakeups = parse_choice(on, name, value)?,
@@ -377,6 +516,7 @@ impl KernelProfile {
             self.direct_congested,
             self.too_many_isolated,
             self.reclaim_retry,
+            self.memcg_v1_dirty,
         ];
         for site in sites {
             match site {

@@ -20,7 +20,8 @@ use crate::block::BLK_RW_ASYNC;
 use crate::engine::{Wake, World};
 use crate::kernel::TaskKind;
 use crate::mm::NodeStat;
-use crate::profile::{NoProgress, Reason, Sleep};
+use crate::mm::LRUVEC_CONGESTED;
+use crate::profile::{CongestionFlags, NoProgress, Reason, Sleep};
 use crate::sched::run_on_cpu;
 use crate::Kernel;
 
@@ -112,8 +113,18 @@ pub async fn throttle_at(w: &World, site: Sleep, nid: usize) {
             congestion_wait(w, BLK_RW_ASYNC, us, false).await
         }
         Sleep::WaitIffCongested => {
-            let us = w.k().params.congestion_wait_timeout_us;
-            congestion_wait(w, BLK_RW_ASYNC, us, true).await
+            let (us, per_batch) = {
+                let k = w.k();
+                (
+                    k.params.congestion_wait_timeout_us,
+                    k.profile.congestion_flags == CongestionFlags::PerBatch,
+                )
+            };
+            // Up to 4.16 wait_iff_congested(pgdat, …) tests the node's
+            // PGDAT_CONGESTED itself (its callers call it unconditionally);
+            // from 4.17 its callers test the flags.
+            let node = per_batch.then_some(nid);
+            wait_iff_congested(w, BLK_RW_ASYNC, us, node).await
         }
         Sleep::Msleep => {
             let us = w.k().params.too_many_isolated_sleep_us;
@@ -213,14 +224,37 @@ pub async fn reclaim_throttle(w: &World, nid: usize, reason: Reason) {
     }
 }
 
+/// `wait_iff_congested(sync, timeout)` (mm/backing-dev.c, 4.17–5.15), or
+/// with `node` the 4.16 `wait_iff_congested(pgdat, sync, timeout)`, which
+/// also needs the node flagged `PGDAT_CONGESTED` to sleep.
+pub async fn wait_iff_congested(w: &World, sync: usize, timeout_us: u64, node: Option<usize>) {
+    let sleep = {
+        let k = w.k();
+        k.nr_wb_congested[sync] > 0
+            && node.is_none_or(|nid| k.nodes[nid].lruvecs[0].flags & LRUVEC_CONGESTED != 0)
+    };
+    congestion_wait_as(w, sync, timeout_us, true, sleep).await
+}
+
 /// `congestion_wait(sync, timeout)` or, with `only_if_congested`,
 /// `wait_iff_congested(sync, timeout)` (mm/backing-dev.c, 5.15).
 pub async fn congestion_wait(w: &World, sync: usize, timeout_us: u64, only_if_congested: bool) {
+    let sleep = !only_if_congested || w.k().nr_wb_congested[sync] > 0;
+    congestion_wait_as(w, sync, timeout_us, only_if_congested, sleep).await
+}
+
+/// The body of both: sleep (or only yield) and trace.
+async fn congestion_wait_as(
+    w: &World,
+    sync: usize,
+    timeout_us: u64,
+    only_if_congested: bool,
+    sleep: bool,
+) {
     let (start, j) = {
         let k = w.k();
         (k.jiffies(), k.params.usecs_to_jiffies(timeout_us))
     };
-    let sleep = !only_if_congested || w.k().nr_wb_congested[sync] > 0;
     if sleep {
         let deadline = {
             let mut k = w.k();

@@ -28,8 +28,8 @@ pub use import::{
     import_mmtests, import_mmtests_with, import_trace, ImportSummary, LatencyFormat, MmtestsOptions,
 };
 pub use meta::{
-    Capture, Device, Duration, Machine, Origin, ReclaimScope, RunMeta, Step, TaskTime, Workload,
-    SCHEMA, TOOL_VERSION,
+    Capture, CgroupRecord, Device, Duration, Machine, OomKillRecord, Origin, ReclaimScope, RunMeta,
+    Step, TaskTime, Workload, SCHEMA, TOOL_VERSION,
 };
 pub use reader::{LatencySample, Record, TraceLines};
 pub use trace::{is_kswapd_comm, parse_trace_line, OwnedTraceLine, ParseError, TraceLine};

@@ -228,6 +228,65 @@ pub struct TaskTime {
     pub pages_freed: Option<u64>,
 }
 
+/// One memory cgroup of the run: its limits, `memory.stat` VM events and
+/// `memory.events`, by the kernel's key names (simulated runs; real runs
+/// record their sandbox's in `capture.notes`).
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct CgroupRecord {
+    /// Name (`reclaimlab` for the machine's workload cgroup).
+    pub name: String,
+    /// Parent's name (empty: the root).
+    #[serde(default)]
+    pub parent: String,
+    /// `memory.max` / `memory.limit_in_bytes`, bytes (absent: no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_bytes: Option<u64>,
+    /// `memory.high`, bytes (absent: no limit).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub high_bytes: Option<u64>,
+    /// `memory.low`, bytes.
+    #[serde(default)]
+    pub low_bytes: u64,
+    /// `memory.min`, bytes.
+    #[serde(default)]
+    pub min_bytes: u64,
+    /// Largest usage, bytes (`memory.peak`; the largest of the steps).
+    #[serde(default)]
+    pub peak_bytes: u64,
+    /// `memory.stat` VM events (`pgscan_kswapd`, …), summed over the steps.
+    #[serde(default)]
+    pub stat: BTreeMap<String, u64>,
+    /// `memory.events` (`low high max oom oom_kill`), summed over the steps.
+    #[serde(default)]
+    pub events: BTreeMap<String, u64>,
+    /// Seconds its tasks slept in the `memory.high` penalty.
+    #[serde(default)]
+    pub high_delay_s: f64,
+}
+
+/// One OOM kill.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
+pub struct OomKillRecord {
+    /// When, seconds on the run's time base.
+    pub t_s: f64,
+    /// The step it happened in.
+    #[serde(default)]
+    pub step: Option<u32>,
+    /// Victim's pid.
+    pub pid: u32,
+    /// Victim's comm.
+    pub comm: String,
+    /// Victim's memory cgroup (empty: the root).
+    #[serde(default)]
+    pub cgroup: String,
+    /// `CONSTRAINT_NONE` (global OOM) or `CONSTRAINT_MEMCG`.
+    pub constraint: String,
+    /// The victim's memory (resident + swapped), KiB.
+    pub victim_kib: u64,
+    /// Free memory on the machine at the time, KiB.
+    pub free_kib: u64,
+}
+
 /// The contents of `run.json`. See `docs/run-record.md` for each key.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct RunMeta {
@@ -262,6 +321,12 @@ pub struct RunMeta {
     /// Per-task CPU time (optional; omitted when empty).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tasks: Vec<TaskTime>,
+    /// Memory cgroups other than the root (optional; omitted when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cgroups: Vec<CgroupRecord>,
+    /// OOM kills (optional; omitted when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub oom_kills: Vec<OomKillRecord>,
 }
 
 /// Top-level keys `run.json` must have.
@@ -298,6 +363,8 @@ impl RunMeta {
             duration: Duration::default(),
             capture: Capture::default(),
             tasks: Vec::new(),
+            cgroups: Vec::new(),
+            oom_kills: Vec::new(),
         }
     }
 

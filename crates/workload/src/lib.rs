@@ -3,6 +3,7 @@
 //! the runner that drives a simulated kernel through a workload's steps
 //! ([`sim`]).
 
+pub mod cgroups;
 pub mod sim;
 pub mod spec;
 pub mod stutterp;

@@ -15,6 +15,8 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use reclaimlab_kernel::mm::alloc::OomKill;
+use reclaimlab_kernel::mm::memcontrol::MemCgroup;
 use reclaimlab_kernel::{boot, SimConfig, TaskKind};
 
 use crate::spec::{Spec, WorkerKind, WorkerSpec};
@@ -31,7 +33,13 @@ pub struct StepSpec {
     pub warmup_s: f64,
     /// Seconds measured after the warmup.
     pub duration_s: f64,
+    /// Memory cgroups to create before the workers start (parents first).
+    pub cgroups: Vec<reclaimlab_kernel::mm::memcontrol::MemcgSpec>,
 }
+
+/// Name of the cgroup a machine's `[workload_cgroup]` puts the workload in
+/// (the real runner's is `reclaimlab-<pid>`).
+pub const WORKLOAD_CGROUP: &str = "reclaimlab";
 
 impl StepSpec {
     /// The single step of a generic spec.
@@ -41,6 +49,8 @@ impl StepSpec {
             workers: spec.workers.clone(),
             warmup_s: spec.warmup_s,
             duration_s: spec.duration_s,
+            cgroups: crate::cgroups::memcg_specs(&spec.cgroups, u64::MAX >> 20)
+                .expect("Spec::check checked the cgroups"),
         }
     }
     /// Simulated seconds of this step.
@@ -108,6 +118,13 @@ pub struct RunSummary {
     /// The `stop` flag of [`run_with_stop`] cut the run short: the sink holds
     /// only part of the run and the summary describes only that part.
     pub interrupted: bool,
+    /// Memory cgroups other than the root, their counters summed over the
+    /// steps (each step boots a fresh machine) and the peak the largest.
+    pub cgroups: Vec<MemCgroup>,
+    /// Every OOM kill: step, the kill, the victim's cgroup name.
+    pub oom_kills: Vec<(u32, OomKill, String)>,
+    /// `wait_on_page_writeback` calls of cgroup v1 limit reclaim, and ns.
+    pub writeback_waits: (u64, u64),
 }
 
 const NS: f64 = 1e9;
@@ -120,7 +137,14 @@ fn start_workers(
     done: &Rc<Cell<u32>>,
     nr: &mut u32,
 ) {
-    let data_dev = w.k().machine.data_dev();
+    // The worker's own device, else the machine's data device.
+    let data_dev = {
+        let k = w.k();
+        spec.device
+            .as_ref()
+            .and_then(|d| k.machine.devices.iter().position(|x| &x.name == d))
+            .unwrap_or_else(|| k.machine.data_dev())
+    };
     let file_pages = (spec.file_mib * 256) as u32;
     // The worker's files on the data device, mapped for mmap readers.
     let new_files = || -> Vec<u32> {
@@ -152,6 +176,19 @@ fn start_workers(
         };
         let nid = *nr % w.k().machine.nodes;
         let t = w.k().new_task(comm, TaskKind::User, nid);
+        {
+            let mut k = w.k();
+            let name = spec
+                .cgroup
+                .as_deref()
+                .or_else(|| k.machine.workload_cgroup.as_ref().map(|_| WORKLOAD_CGROUP));
+            if let Some(name) = name {
+                let id = k
+                    .memcg_by_name(name)
+                    .expect("the step's cgroups are created before its workers");
+                k.tasks[t as usize].memcg = id;
+            }
+        }
         let seed = w.k().random() | 1;
         match spec.kind {
             WorkerKind::AnonHog => {
@@ -176,7 +213,17 @@ fn start_workers(
                 } else {
                     w.spawn(
                         t,
-                        workers::file_reader(w.clone(), files, file_pages, block, seed),
+                        workers::file_reader(
+                            w.clone(),
+                            files,
+                            file_pages,
+                            block,
+                            seed,
+                            spec.pattern,
+                            spec.passes,
+                            samples.clone(),
+                            done.clone(),
+                        ),
                     );
                 }
             }
@@ -371,6 +418,12 @@ pub struct StepResult {
     /// The step's own event counters at its last sample (the vmstat values
     /// after the gauges).
     pub last_events: Vec<u64>,
+    /// The memory cgroups at the step's end (the root's first).
+    pub cgroups: Vec<MemCgroup>,
+    /// OOM kills of the step, each with its victim's cgroup name.
+    pub oom_kills: Vec<(OomKill, String)>,
+    /// `wait_on_page_writeback` calls of cgroup v1 limit reclaim, and ns.
+    pub writeback_waits: (u64, u64),
 }
 
 impl RunSummary {
@@ -396,6 +449,26 @@ impl RunSummary {
         }
         self.interrupted |= r.interrupted;
         self.elapsed_s = r.end_ns as f64 / NS;
+        for c in r.cgroups.into_iter().skip(1) {
+            match self.cgroups.iter_mut().find(|a| a.name == c.name) {
+                Some(a) => {
+                    a.peak = a.peak.max(c.peak);
+                    for (x, y) in a.events.iter_mut().zip(c.events) {
+                        *x += y;
+                    }
+                    for (x, y) in a.vm.iter_mut().zip(c.vm) {
+                        *x += y;
+                    }
+                    a.high_delay_ns += c.high_delay_ns;
+                }
+                None => self.cgroups.push(c),
+            }
+        }
+        let step = r.step;
+        self.oom_kills
+            .extend(r.oom_kills.into_iter().map(|(o, n)| (step, o, n)));
+        self.writeback_waits.0 += r.writeback_waits.0;
+        self.writeback_waits.1 += r.writeback_waits.1;
     }
 }
 
@@ -439,6 +512,25 @@ pub fn run_step(
     };
     let w = boot(cfg);
     w.k().exec.start_at(base_ns);
+    {
+        // The machine's workload cgroup holds the spec's cgroups.
+        let mut cgroups = Vec::new();
+        if let Some(wc) = &cfg.machine.workload_cgroup {
+            let mut c = reclaimlab_kernel::mm::memcontrol::MemcgSpec::new(WORKLOAD_CGROUP);
+            c.max = wc.memory_max_mib * 256;
+            cgroups.push(c);
+        }
+        for c in &st.cgroups {
+            let mut c = c.clone();
+            if cfg.machine.workload_cgroup.is_some() && c.parent.is_none() {
+                c.parent = Some(WORKLOAD_CGROUP.into());
+            }
+            cgroups.push(c);
+        }
+        w.k()
+            .mem_cgroup_create(&cgroups)
+            .expect("cgroups were checked with the spec");
+    }
     let samples: Samples = Rc::new(RefCell::new(Vec::new()));
     // Workers with a finite amount of work end the step when all are done.
     let done = Rc::new(Cell::new(0u32));
@@ -535,6 +627,16 @@ pub fn run_step(
     }
     r.events = k.exec.events;
     r.trace_lines = k.trace_lines;
+    r.cgroups = k.memcgs.clone();
+    r.oom_kills = k
+        .oom_kills
+        .iter()
+        .map(|o| (o.clone(), k.memcgs[o.memcg as usize].name.clone()))
+        .collect();
+    r.writeback_waits = (
+        k.stats.wait_on_page_writeback,
+        k.stats.wait_on_page_writeback_ns,
+    );
     r.rate_passed = k.stats.rate_passed;
     drop(k);
     // Task futures hold the world: drop them to free the step's machine.
@@ -555,7 +657,9 @@ pub fn stutterp_steps(
     dirty_ratio: u32,
 ) -> Result<Vec<StepSpec>, crate::stutterp::ParamError> {
     use crate::spec::WorkerKind as K;
-    let sizing = p.sizing(machine.memory_mib * 1024 * 1024, dirty_ratio)?;
+    // Sized to the memory the workload may use: its cgroup's limit, as
+    // `run --memory` sizes it.
+    let sizing = p.sizing(machine.workload_memory_mib() * 1024 * 1024, dirty_ratio)?;
     let dev = &machine.devices[machine.data_dev()];
     let calib_s = p.calibrate_mib as f64 * 1.048_576 / dev.write_mb_s;
     let warmup = p.warmup_from_calibration(calib_s) as f64;
@@ -588,6 +692,7 @@ pub fn stutterp_steps(
             workers,
             warmup_s: warmup,
             duration_s: p.duration_s as f64,
+            cgroups: Vec::new(),
         });
     }
     Ok(steps)

@@ -115,6 +115,14 @@ pub struct WorkerSpec {
     /// default) or each its own (false, as in mapped-file-stream.c).
     #[serde(default = "yes")]
     pub shared: bool,
+    /// The `[[cgroup]]` its processes run in (absent: the root cgroup, or
+    /// the machine's `[workload_cgroup]`).
+    #[serde(default)]
+    pub cgroup: Option<String>,
+    /// The device its files live on (a device name of the machine; absent:
+    /// the machine's data device).
+    #[serde(default)]
+    pub device: Option<String>,
 }
 
 fn yes() -> bool {
@@ -151,12 +159,16 @@ impl WorkerSpec {
             in_warmup: None,
             passes: 0,
             shared: true,
+            cgroup: None,
+            device: None,
         }
     }
     /// Whether its processes end on their own (`passes` of an
     /// mmap-file-reader), ending the step once all such are done.
     pub fn is_finite(&self) -> bool {
-        self.kind == WorkerKind::MmapFileReader && self.passes > 0
+        self.passes > 0
+            && (self.kind == WorkerKind::MmapFileReader
+                || (self.kind == WorkerKind::FileReader && self.pattern == Pattern::Sequential))
     }
 
     /// Whether it starts with the warmup: writers do by default.
@@ -180,6 +192,9 @@ pub struct Spec {
     /// Workers.
     #[serde(rename = "worker")]
     pub workers: Vec<WorkerSpec>,
+    /// Memory cgroups the workers may be placed in (see [`crate::cgroups`]).
+    #[serde(rename = "cgroup", default)]
+    pub cgroups: Vec<crate::cgroups::CgroupSpec>,
 }
 
 /// A spec that cannot be used.
@@ -227,7 +242,13 @@ pub enum SpecError {
 }
 
 /// The built-in workloads that are plain specs: (name, description, TOML).
-pub const BUILTIN: &[(&str, &str, &str)] = &[(
+pub const BUILTIN: &[(&str, &str, &str)] = &[
+    (
+        "memcg-congestion",
+        "Andrey Ryabinin's 2018 reproducer: a congester cgroup writing to a slow disk and a victim cgroup reading another; run with --machine hdd-pair-2018 --kernel v4.16,v4.17",
+        include_str!("../../../examples/workloads/memcg-congestion.toml"),
+    ),
+    (
     "mapped-file-stream",
     "Johannes Weiner's 2010 sparse-file mmap reader (one byte per page, MADV_RANDOM), judged by elapsed time and vmstat",
     include_str!("../../../examples/workloads/mapped-file-stream.toml"),
@@ -282,8 +303,38 @@ impl Spec {
             for (f, value) in fields {
                 v.push((format!("spec.worker{}.{f}", i + 1), value));
             }
+            if let Some(c) = &w.cgroup {
+                v.push((format!("spec.worker{}.cgroup", i + 1), c.clone()));
+            }
+            if let Some(d) = &w.device {
+                v.push((format!("spec.worker{}.device", i + 1), d.clone()));
+            }
+        }
+        if let Ok(cgs) = crate::cgroups::memcg_specs(&self.cgroups, u64::MAX >> 20) {
+            let lim = |p: u64| {
+                if p == reclaimlab_kernel::mm::memcontrol::PAGE_COUNTER_MAX {
+                    "max".to_string()
+                } else {
+                    format!("{}K", p * 4)
+                }
+            };
+            for (i, c) in cgs.iter().enumerate() {
+                let k = |f: &str| format!("spec.cgroup{}.{f}", i + 1);
+                v.push((k("name"), c.name.clone()));
+                v.push((k("parent"), c.parent.clone().unwrap_or_default()));
+                v.push((k("max"), lim(c.max)));
+                v.push((k("high"), lim(c.high)));
+                v.push((k("low"), lim(c.low)));
+                v.push((k("min"), lim(c.min)));
+            }
         }
         v
+    }
+
+    /// The cgroup version the spec's cgroups are written for: 1 if any
+    /// uses v1's `limit_in_bytes`, else `None` (the run's `memcg.version`).
+    pub fn memcg_version(&self) -> Option<u64> {
+        self.cgroups.iter().any(|c| c.is_v1()).then_some(1)
     }
 
     /// Reads and checks a spec file.
@@ -301,7 +352,7 @@ impl Spec {
             let msg = e.to_string();
             // An unknown `kind` already lists the accepted ones.
             let hint = if msg.contains("unknown field") || msg.contains("missing field") {
-                "\na spec has `name`, `duration_s`, optional `warmup_s`, and [[worker]] entries; \
+                "\na spec has `name`, `duration_s`, optional `warmup_s`, [[worker]] and optional [[cgroup]] entries; \
                  examples/workloads/mix.toml shows every worker field"
                     .to_string()
             } else {
@@ -333,6 +384,12 @@ impl Spec {
                 what: format!("warmup_s = {} (accepted: 0..=86400)", self.warmup_s),
             });
         }
+        crate::cgroups::memcg_specs(&self.cgroups, u64::MAX >> 20).map_err(|what| {
+            SpecError::Bad {
+                file: file.into(),
+                what,
+            }
+        })?;
         if self.workers.is_empty() {
             return Err(SpecError::Bad {
                 file: file.into(),
@@ -369,8 +426,28 @@ impl Spec {
                 WorkerKind::MmapLatency if w.pages == 0 => return bad("pages must be > 0".into()),
                 _ => {}
             }
-            if w.kind != WorkerKind::MmapFileReader && (w.passes != 0 || !w.shared) {
-                return bad("passes and shared apply to mmap-file-reader only".into());
+            if w.kind != WorkerKind::MmapFileReader && !w.shared {
+                return bad("shared applies to mmap-file-reader only".into());
+            }
+            let finite_ok = w.kind == WorkerKind::MmapFileReader
+                || (w.kind == WorkerKind::FileReader && w.pattern == Pattern::Sequential);
+            if w.passes != 0 && !finite_ok {
+                return bad(
+                    "passes applies to mmap-file-reader and sequential file-reader only".into(),
+                );
+            }
+            if let Some(c) = &w.cgroup {
+                if !self.cgroups.iter().any(|g| &g.name == c) {
+                    let names: Vec<&str> = self.cgroups.iter().map(|g| g.name.as_str()).collect();
+                    return bad(format!(
+                        "cgroup = `{c}` is not a [[cgroup]] of this spec (defined: {})",
+                        if names.is_empty() {
+                            "none".to_string()
+                        } else {
+                            names.join(", ")
+                        }
+                    ));
+                }
             }
             if w.file_mib > 4 << 20 {
                 return bad(format!(

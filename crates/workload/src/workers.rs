@@ -74,14 +74,44 @@ pub async fn file_writer(
 }
 
 /// A fio buffered random reader.
+#[allow(clippy::too_many_arguments)]
 pub async fn file_reader(
     w: Rc<World>,
     files: Vec<u32>,
     file_pages: u32,
     block_pages: u32,
     mut rng: u64,
+    pattern: Pattern,
+    passes: u32,
+    samples: Samples,
+    done: Rc<Cell<u32>>,
 ) {
     let blocks = (file_pages / block_pages).max(1);
+    let start = w.k().exec.now();
+    if pattern == Pattern::Sequential {
+        // `cat FILE... > /dev/null`: each file front to back, `passes`
+        // times (0: endlessly), then the elapsed time as a sample.
+        let mut pass = 0;
+        while passes == 0 || pass < passes {
+            for &f in &files {
+                for b in 0..blocks {
+                    w.k().charge_user(FIO_USER_NS_PER_IO);
+                    if file_read(&w, f, b * block_pages, block_pages).await == FileOp::Killed
+                        || killed(&w)
+                    {
+                        return;
+                    }
+                }
+            }
+            pass += 1;
+        }
+        let now = w.k().exec.now();
+        samples
+            .borrow_mut()
+            .push(("elapsed", now, (now - start) as f64 / 1000.0));
+        done.set(done.get() + 1);
+        return;
+    }
     loop {
         rng = xorshift(rng);
         let f = files[(rng % files.len() as u64) as usize];

@@ -77,6 +77,8 @@ pub struct HostFacts {
     pub dir: PathBuf,
     /// Its disk, if it has one.
     pub device: Option<BlockDev>,
+    /// The memory controller's cgroup version (1 or 2), if it is mounted.
+    pub memcg_version: Option<u32>,
 }
 
 /// NUMA nodes of this host (`/sys/devices/system/node/nodeN`), at least 1.
@@ -118,5 +120,9 @@ pub fn gather_facts(dir: &Path) -> Result<HostFacts> {
         swap_total,
         dir: dir.to_path_buf(),
         device: block_device_of(dir),
+        memcg_version: crate::cgroup::detect().map(|c| match c.version {
+            crate::cgroup::Version::V1 => 1,
+            crate::cgroup::Version::V2 => 2,
+        }),
     })
 }

@@ -209,6 +209,7 @@ mod tests {
                 max_sectors_kb: Some(512),
                 wbt_lat_usec: Some(2000),
             }),
+            memcg_version: Some(1),
         }
     }
 
@@ -243,7 +244,10 @@ mod tests {
             "name = \"host\"\n",
             "cpus = 4\n",
             "nodes = 1\n",
-            "memory_mib = 1024\n",
+            // The host's memory, the workload in a 1 GiB cgroup of the
+            // host's (v1) hierarchy, as `run --memory 1G` puts it.
+            "memory_mib = 16384\n",
+            "[workload_cgroup]\nmemory_max_mib = 1024\nversion = 1\n",
             "swap_mib = 2048\n",
             "name = \"nvme0n1\"\n",
             "layer = \"blk-mq\"\n",
@@ -256,14 +260,16 @@ mod tests {
         assert!(t.contains("# read_mb_s: measured"), "{t}");
         let (t, _) = machine_toml(&arg("host:all,swap=1G"), &facts(), &bw()).unwrap();
         assert!(
-            t.contains("memory_mib = 16384\n") && t.contains("swap_mib = 3072\n"),
+            t.contains("memory_mib = 16384\n")
+                && t.contains("swap_mib = 3072\n")
+                && !t.contains("[workload_cgroup]"),
             "{t}"
         );
         let mut b = bw();
         b.read_measured = false;
         let (t, _) = machine_toml(&arg("host:2G"), &facts(), &b).unwrap();
         assert!(
-            t.contains("memory_mib = 2048\n") && t.contains("ESTIMATED"),
+            t.contains("memory_max_mib = 2048\n") && t.contains("ESTIMATED"),
             "{t}"
         );
     }

@@ -68,8 +68,8 @@ pub fn machine_toml(
                 ));
             }
             (
-                b,
-                format!("the memory cgroup limit (as `run --memory {label}`), simulated as a machine of\n#   that size: the simulator has only the root memcg, so global reclaim (kswapd, direct)\n#   stands in for the real run's limit reclaim"),
+                facts.mem_total,
+                format!("MemTotal, with the workload in a memory cgroup limited to {label} (as `run --memory {label}`):\n#   the simulator runs the cgroup's limit reclaim, as the real run does"),
             )
         }
     };
@@ -218,6 +218,19 @@ pub fn machine_toml(
     t.push_str(&format!("nodes = {nodes}\n"));
     t.push_str(&format!("memory_mib = {memory_mib}\n"));
     t.push_str(&format!("swap_mib = {}\n", swap / MIB));
+    if let HostMemory::Limit(b) = arg.memory {
+        let version = facts.memcg_version.unwrap_or(2);
+        t.push_str(&format!(
+            "\n# the cgroup `run --memory` creates; version: {}\n",
+            match facts.memcg_version {
+                Some(_) => "this host's memory controller (/proc/self/mounts)",
+                None => "no memory controller mounted here: v2 assumed",
+            }
+        ));
+        t.push_str("[workload_cgroup]\n");
+        t.push_str(&format!("memory_max_mib = {}\n", b / MIB));
+        t.push_str(&format!("version = {version}\n"));
+    }
     t.push_str("\n[[devices]]\n");
     t.push_str(&format!("name = {}\n", toml_str(&dev_name)));
     t.push_str(&format!("layer = {}\n", toml_str(layer)));

@@ -136,29 +136,24 @@ impl Kernel {
         (n.state(NodeStat::NrFileDirty) + n.state(NodeStat::NrWriteback)).max(0) as u64
     }
 
-    /// `oom_badness`: resident + swapped pages of a user task.
-    fn oom_badness(&self, t: usize) -> u64 {
-        let task = &self.tasks[t];
-        task.mappings
-            .iter()
-            .map(|&m| self.anon[m as usize].resident + self.anon[m as usize].swapents)
-            .sum::<u64>()
-            + 1
-    }
-
-    /// `out_of_memory` → `select_bad_process` → `oom_kill_process`. Returns
-    /// true if a victim was killed or one is still exiting (progress).
-    pub fn out_of_memory(&mut self) -> bool {
+    /// `out_of_memory` → `select_bad_process` → `oom_kill_process`, over
+    /// every user task (`memcg` `None`: global OOM) or those of `memcg`'s
+    /// subtree (`mem_cgroup_scan_tasks`, a memcg OOM). Returns true if a
+    /// victim was killed or one is still exiting (progress).
+    pub fn out_of_memory(&mut self, memcg: Option<u16>) -> bool {
         let mut best: Option<(u64, usize)> = None;
         for (i, t) in self.tasks.iter().enumerate() {
             if t.exited || t.kind != TaskKind::User {
+                continue;
+            }
+            if memcg.is_some_and(|m| !self.mem_cgroup_is_descendant(t.memcg, m)) {
                 continue;
             }
             if t.oom_victim {
                 // oom_evaluate_task: a victim is still exiting: abort, let it.
                 return true;
             }
-            let b = self.oom_badness(i);
+            let b = self.task_badness(i);
             if best.is_none_or(|(bb, _)| b > bb) {
                 best = Some((b, i));
             }
@@ -169,9 +164,11 @@ impl Kernel {
         let v = &mut self.tasks[victim];
         v.killed = true;
         v.oom_victim = true;
+        let victim_memcg = v.memcg;
         self.count(Ev::OomKill, 1);
+        self.memcg_memory_event(victim_memcg, crate::mm::memcontrol::MemcgEvent::OomKill);
         let (pid, comm) = (self.tasks[victim].pid, self.tasks[victim].comm.clone());
-        let pages = self.oom_badness(victim);
+        let pages = self.task_badness(victim);
         crate::trace!(
             self,
             "mark_victim",
@@ -181,10 +178,48 @@ impl Kernel {
             pages,
             pages * 4
         );
+        let constraint = if memcg.is_some() {
+            "CONSTRAINT_MEMCG"
+        } else {
+            "CONSTRAINT_NONE"
+        };
+        let free = self.nodes.iter().map(|n| n.nr_free()).sum::<u64>();
+        self.oom_kills.push(OomKill {
+            t_ns: self.exec.now(),
+            pid,
+            comm,
+            memcg: victim_memcg,
+            oom_memcg: memcg,
+            constraint,
+            victim_pages: pages,
+            free_pages: free,
+        });
         // Wake the victim if it sleeps killable somewhere (it checks at its
         // next return to user space).
         true
     }
+}
+
+/// One OOM kill, for the run record: who, where, when, and with how much
+/// memory free.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OomKill {
+    /// Simulated time, ns.
+    pub t_ns: u64,
+    /// Victim's pid.
+    pub pid: u32,
+    /// Victim's comm.
+    pub comm: String,
+    /// Victim's memcg.
+    pub memcg: u16,
+    /// The memcg whose limit was hit (`None`: a global OOM).
+    pub oom_memcg: Option<u16>,
+    /// `CONSTRAINT_NONE` or `CONSTRAINT_MEMCG` (`enum oom_constraint`).
+    pub constraint: &'static str,
+    /// The victim's resident + swapped pages (its badness).
+    pub victim_pages: u64,
+    /// Free pages on the machine at the time.
+    pub free_pages: u64,
 }
 
 /// Outcome of `__alloc_pages_may_oom`.
@@ -208,7 +243,7 @@ impl Kernel {
             return MayOom::Wait;
         }
         self.oom_lock = true;
-        let progress = self.out_of_memory();
+        let progress = self.out_of_memory(None);
         self.oom_lock = false;
         if progress {
             MayOom::Retry
@@ -224,14 +259,29 @@ fn may_oom(w: &World) -> MayOom {
 
 /// `__alloc_pages` for one order-0 page. Returns `None` if the calling task
 /// was OOM-killed meanwhile (fatal signal pending): the caller must unwind.
+///
+/// The page is then charged to the task's memory cgroup, as the callers of
+/// `__alloc_pages` in the fault and page-cache paths do next
+/// (`mem_cgroup_charge`), with limit reclaim if the cgroup is full.
 pub async fn alloc_page(w: &World, gfp: Gfp) -> Option<Pfn> {
-    {
-        let mut k = w.k();
-        if let Some(p) = k.get_page_from_freelist(Some(WMARK_LOW)) {
-            return Some(p);
-        }
-    }
-    alloc_pages_slowpath(w, gfp).await
+    use crate::mm::memcontrol::{mem_cgroup_handle_over_high, mem_cgroup_try_charge};
+    // The memory.high penalty of the pages charged before (the kernel pays
+    // it on return to user space, before the task's next fault).
+    mem_cgroup_handle_over_high(w).await;
+    mem_cgroup_try_charge(w, gfp).await;
+    let fast = w.k().get_page_from_freelist(Some(WMARK_LOW));
+    let pfn = match fast {
+        Some(p) => p,
+        None => match alloc_pages_slowpath(w, gfp).await {
+            Some(p) => p,
+            None => {
+                w.k().memcg_cancel_charge();
+                return None;
+            }
+        },
+    };
+    w.k().memcg_commit_charged(pfn);
+    Some(pfn)
 }
 
 /// `__alloc_pages_slowpath` (order 0).

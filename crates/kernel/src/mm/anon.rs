@@ -19,7 +19,6 @@ use super::page::{pg, PageFlags, Pfn};
 use super::slots::Slots;
 use super::swap::{SHADOW, SLOT_EMPTY};
 use super::NodeStat;
-use super::WMARK_LOW;
 use crate::block::{submit_bio, ReqKind};
 use crate::engine::{TaskId, World};
 use crate::mm::page::Lru;
@@ -321,10 +320,10 @@ impl Kernel {
             if !m.alive || m.pte.get(j as usize) != PTE_NONE {
                 break;
             }
-            let Some(pfn) = self.get_page_from_freelist(Some(WMARK_LOW)) else {
+            let Some(pfn) = self.get_page_charged_fast() else {
                 break;
             };
-            self.count(Ev::Pgfault, 1);
+            self.count_fault(Ev::Pgfault);
             self.charge_sys(fault_ns + zero_ns);
             // do_anonymous_page's flags, and PG_lru for the batch's list.
             let flags = pg::SWAPBACKED | pg::UPTODATE | pg::LRU;
@@ -355,7 +354,7 @@ impl Kernel {
 pub async fn handle_anon_fault(w: &World, id: u32, index: u32, write: bool) -> Access {
     let e = {
         let mut k = w.k();
-        k.count(Ev::Pgfault, 1);
+        k.count_fault(Ev::Pgfault);
         let c = k.params.cost_fault_ns;
         k.charge_sys(c);
         k.anon[id as usize].pte.get(index as usize)
@@ -490,7 +489,7 @@ impl Kernel {
                 continue;
             }
             let i = by_slot[by_slot.binary_search_by_key(&s, |x| x.0).unwrap()].1;
-            match self.get_page_from_freelist(Some(WMARK_LOW)) {
+            match self.get_page_charged_fast() {
                 Some(p) => got.push((s, i, p)),
                 None if s < slot => {
                     for (_, _, p) in got.drain(..) {
@@ -536,7 +535,7 @@ async fn do_swap_page(w: &World, id: u32, index: u32, slot: u32, write: bool) ->
                 k.free_page(pfn);
                 return Access::Ok;
             }
-            k.count(Ev::Pgmajfault, 1);
+            k.count_fault(Ev::Pgmajfault);
             k.swapin_page(pfn, id, index, slot);
             let pages = k.swap_readahead(pfn, id, index, slot);
             let first = k.frames.get(pages[0]).swap;

@@ -13,7 +13,7 @@ use super::alloc::{alloc_page, Gfp};
 use super::page::{pg, PageFlags, Pfn};
 use super::slots::SparseSlots;
 use super::swap::{SHADOW, SLOT_EMPTY};
-use super::{NodeStat, WMARK_LOW};
+use super::NodeStat;
 use crate::block::{submit_bio, ReqKind};
 use crate::engine::World;
 use crate::sched::{maybe_pay_cpu, DEBT_FLUSH_NS};
@@ -313,7 +313,7 @@ impl Kernel {
             let pfn = match self.find_get_page(f, i) {
                 Some(p) => p,
                 None => {
-                    let Some(pfn) = self.get_page_from_freelist(Some(WMARK_LOW)) else {
+                    let Some(pfn) = self.get_page_charged_fast() else {
                         break;
                     };
                     self.add_to_page_cache_lru(f, i, pfn, pg::UPTODATE);
@@ -482,7 +482,7 @@ pub async fn touch_file_mapped(w: &World, f: u32, start: u32, end: u32) -> FileO
 async fn filemap_fault(w: &World, f: u32, index: u32) -> FileOp {
     let cached = {
         let mut k = w.k();
-        k.count(Ev::Pgfault, 1);
+        k.count_fault(Ev::Pgfault);
         let c = k.params.cost_fault_ns;
         k.charge_sys(c);
         k.find_get_page(f, index)
@@ -502,7 +502,7 @@ async fn filemap_fault(w: &World, f: u32, index: u32) -> FileOp {
                     k.free_page(pfn);
                     return map_file_page(&mut k, f, index, p);
                 }
-                k.count(Ev::Pgmajfault, 1);
+                k.count_fault(Ev::Pgmajfault);
                 k.page_cache_miss(f, index, pfn)
             };
             read_page(w, pfn, io).await;

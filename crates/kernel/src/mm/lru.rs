@@ -165,7 +165,13 @@ impl Kernel {
             },
             1,
         );
-        self.nodes[nid].lruvecs[memcg].ws_activate[usize::from(file)] += 1;
+        // WORKINGSET_ACTIVATE is a hierarchical lruvec state: counted for
+        // the page's memcg and each ancestor.
+        let mut m = Some(memcg as u16);
+        while let Some(id) = m {
+            self.nodes[nid].lruvecs[id as usize].ws_activate[usize::from(file)] += 1;
+            m = self.memcgs[id as usize].parent;
+        }
         if shadow & SHADOW_WORKINGSET == 0 {
             return pg::ACTIVE;
         }
@@ -177,17 +183,36 @@ impl Kernel {
 
     /// `lru_note_cost`: IO caused by reclaiming `file` (or anon) pages,
     /// decayed so that recent cost dominates (mm/swap.c 5.15).
+    ///
+    /// Charged to the lruvec and each of its memcg's ancestors
+    /// (`parent_lruvec`), each decayed against its hierarchical size.
     pub fn lru_note_cost(&mut self, nid: usize, memcg: usize, file: bool, n: u64) {
-        let lv = &mut self.nodes[nid].lruvecs[memcg];
-        if file {
-            lv.file_cost += n;
-        } else {
-            lv.anon_cost += n;
-        }
-        let lrusize: u64 = lv.lists.iter().map(|l| l.len).sum();
-        if lv.file_cost + lv.anon_cost > lrusize / 4 {
-            lv.file_cost /= 2;
-            lv.anon_cost /= 2;
+        let mut m = Some(memcg as u16);
+        while let Some(id) = m {
+            let id = id as usize;
+            let lrusize: u64 = if self.memcgs.len() == 1 {
+                self.nodes[nid].lruvecs[id]
+                    .lists
+                    .iter()
+                    .map(|l| l.len)
+                    .sum()
+            } else {
+                crate::mm::page::EVICTABLE_LRUS
+                    .iter()
+                    .map(|&l| self.lruvec_page_state(nid, id, l))
+                    .sum()
+            };
+            let lv = &mut self.nodes[nid].lruvecs[id];
+            if file {
+                lv.file_cost += n;
+            } else {
+                lv.anon_cost += n;
+            }
+            if lv.file_cost + lv.anon_cost > lrusize / 4 {
+                lv.file_cost /= 2;
+                lv.anon_cost /= 2;
+            }
+            m = self.memcgs[id].parent;
         }
     }
 
@@ -202,6 +227,7 @@ impl Kernel {
         );
         p.flags = pg::BUDDY;
         p.owner = 0;
+        self.memcg_uncharge_page(pfn);
         self.nodes[nid].free.push(pfn);
         self.count(Ev::Pgfree, 1);
         self.rate_count_free();

@@ -11,6 +11,7 @@ pub mod filemap;
 pub mod free_list;
 pub mod lru;
 pub mod lru_list;
+pub mod memcontrol;
 pub mod page;
 pub mod slots;
 pub mod swap;
@@ -112,6 +113,8 @@ pub struct Pgdat {
     /// Waiters for a page lock of this node (the kernel's hashed
     /// `folio_wait_table`, one queue per node here).
     pub page_wait: WaitQueue,
+    /// Waiters for a page's writeback to end (cgroup v1 limit reclaim).
+    pub writeback_wait: WaitQueue,
     /// kswapd's task.
     pub kswapd: Option<TaskId>,
     /// True while kswapd is in `balance_pgdat` (not sleeping).

@@ -4,7 +4,7 @@
 
 use std::rc::Rc;
 
-use super::{shrink_node, ScanControl, ScanNr, DEF_PRIORITY, SWAP_CLUSTER_MAX};
+use super::{shrink_node, ScanControl, DEF_PRIORITY, SWAP_CLUSTER_MAX};
 use crate::engine::{Wake, World};
 use crate::mm::alloc::Gfp;
 use crate::mm::page::Lru;
@@ -53,30 +53,19 @@ impl Kernel {
 /// (12 down to 1) when a pass scanned less than the high watermark's worth or
 /// reclaimed nothing.
 async fn balance_pgdat(w: &World, nid: usize) {
-    let mut sc = ScanControl {
-        nr_to_reclaim: 0,
-        gfp: Gfp {
+    let v2 = w.k().params.memcg_version == 2;
+    let mut sc = ScanControl::new(
+        0,
+        Gfp {
             direct_reclaim: true,
             io: true,
             fs: true,
             write: false,
         },
-        priority: DEF_PRIORITY,
-        target_mem_cgroup: None,
-        may_writepage: true,
-        may_unmap: true,
-        may_swap: true,
-        may_deactivate: 0,
-        force_deactivate: false,
-        skipped_deactivate: false,
-        cache_trim_mode: false,
-        file_is_tiny: false,
-        anon_cost: 0,
-        file_cost: 0,
-        nr_scanned: 0,
-        nr_reclaimed: 0,
-        nr: ScanNr::default(),
-    };
+        None,
+        true,
+        v2,
+    );
     w.k().count(Ev::Pageoutrun, 1);
     loop {
         let nr_reclaimed_before = sc.nr_reclaimed;

@@ -14,9 +14,11 @@ use super::{ScanControl, SWAP_CLUSTER_MAX};
 use crate::block::{submit_bio, ReqKind, BLK_RW_ASYNC};
 use crate::engine::World;
 use crate::mm::anon::ORPHAN;
+use crate::mm::memcontrol::MemcgVm;
 use crate::mm::page::{pg, Lru, Pfn};
 use crate::mm::swap::SHADOW;
-use crate::mm::{NodeStat, PGDAT_DIRTY, PGDAT_WRITEBACK};
+use crate::mm::{NodeStat, LRUVEC_CONGESTED, PGDAT_DIRTY, PGDAT_WRITEBACK};
+use crate::profile::CongestionFlags;
 use crate::sched::run_on_cpu;
 use crate::throttle::throttle_at;
 use crate::vmstat::Ev;
@@ -31,6 +33,9 @@ enum Verdict {
     Activate,
     /// Back to the inactive list (`keep`).
     Keep,
+    /// Case 3: cgroup v1 limit reclaim waits for this page's writeback,
+    /// then tries it again.
+    WaitWriteback,
 }
 
 /// `enum page_references`
@@ -58,6 +63,14 @@ struct ReclaimStat {
 
 /// A write `pageout` queued: device, kind, device position, page.
 type PendingWrite = (usize, ReqKind, u64, Pfn);
+
+/// What a batch's `shrink_folio_list` leaves to do outside the kernel's
+/// borrow: writes to submit, and pages to wait for (case 3).
+#[derive(Default)]
+struct BatchIo {
+    writes: Vec<PendingWrite>,
+    waits: Vec<Pfn>,
+}
 
 impl Kernel {
     /// `isolate_lru_folios`: takes up to `nr_to_scan` pages from the tail of
@@ -214,7 +227,8 @@ impl Kernel {
     /// `shrink_folio_list` (5.15 `shrink_page_list`): decides the fate of
     /// each isolated page. The pages to free stay in `pages` (the kernel's
     /// `free_pages` list), the rest move to `keep` (`ret_pages`), each in
-    /// batch order. Returns the number reclaimed and the number activated.
+    /// batch order; pages to write and (cgroup v1, case 3) to wait for are
+    /// queued in `io`. Returns the number reclaimed and the number activated.
     fn shrink_folio_list(
         &mut self,
         pages: &mut Vec<Pfn>,
@@ -222,14 +236,14 @@ impl Kernel {
         nid: usize,
         sc: &mut ScanControl,
         stat: &mut ReclaimStat,
-        writes: &mut Vec<PendingWrite>,
+        io: &mut BatchIo,
     ) -> (u64, u64) {
         let is_kswapd = self.current_is_kswapd();
         let mut nr_reclaimed = 0;
         let mut nr_activate = 0;
         for i in 0..pages.len() {
             let pfn = pages[i];
-            match self.shrink_one(pfn, nid, sc, stat, writes, is_kswapd) {
+            match self.shrink_one(pfn, nid, sc, stat, &mut io.writes, is_kswapd) {
                 Verdict::Free => {
                     pages[nr_reclaimed] = pfn;
                     nr_reclaimed += 1;
@@ -239,6 +253,7 @@ impl Kernel {
                     keep.push(pfn);
                 }
                 Verdict::Keep => keep.push(pfn),
+                Verdict::WaitWriteback => io.waits.push(pfn),
             }
         }
         pages.truncate(nr_reclaimed);
@@ -304,11 +319,16 @@ impl Kernel {
                 stat.nr_immediate += 1;
                 return self.activate(pfn, stat);
             }
-            // Case 2: mark it for immediate reclaim and move on. (Case 3, the
-            // synchronous wait of cgroup v1 limit reclaim, needs memcg.)
-            self.frames.get_mut(pfn).set(pg::RECLAIM);
-            stat.nr_writeback += 1;
-            return self.activate(pfn, stat);
+            // Case 2: mark it for immediate reclaim and move on.
+            if sc.writeback_throttling_sane() || flags & pg::RECLAIM == 0 || !may_enter_fs {
+                self.frames.get_mut(pfn).set(pg::RECLAIM);
+                stat.nr_writeback += 1;
+                return self.activate(pfn, stat);
+            }
+            // Case 3: cgroup v1 limit reclaim, which balance_dirty_pages
+            // does not throttle, meets a page it marked before: wait for
+            // the write (wait_on_page_writeback), then try it again.
+            return Verdict::WaitWriteback;
         }
         let references = self.folio_check_references(pfn);
         match references {
@@ -452,6 +472,12 @@ pub(super) async fn shrink_inactive_list(
             );
         }
         k.count(if file { Ev::PgscanFile } else { Ev::PgscanAnon }, n);
+        let item = if is_kswapd {
+            MemcgVm::PgscanKswapd
+        } else {
+            MemcgVm::PgscanDirect
+        };
+        k.count_memcg_events(memcg as u16, item, n);
         (pages, is_kswapd, spin)
     };
     let nr_taken = pages.len() as u64;
@@ -462,29 +488,51 @@ pub(super) async fn shrink_inactive_list(
         return 0;
     }
     let mut stat = ReclaimStat::default();
-    let mut writes = Vec::new();
+    let mut io = BatchIo::default();
     // After the call `pages` holds the pages to free, `survivors` the rest.
     let (mut pages, mut survivors) = (pages, w.k().pfn_vec());
-    let (nr_reclaimed, nr_activate) =
+    let (mut nr_reclaimed, mut nr_activate) =
         w.k()
-            .shrink_folio_list(&mut pages, &mut survivors, nid, sc, &mut stat, &mut writes);
+            .shrink_folio_list(&mut pages, &mut survivors, nid, sc, &mut stat, &mut io);
     // The batch's CPU cost is paid while the pages are still isolated.
     let cost = {
         let k = w.k();
         let p = &k.params;
         spin + nr_taken * p.cost_scan_ns
             + nr_reclaimed * p.cost_reclaim_ns
-            + writes.len() as u64 * p.cost_io_submit_ns
+            + io.writes.len() as u64 * p.cost_io_submit_ns
     };
     run_on_cpu(w, 0, cost).await;
     // pageout() submits its bio from inside shrink_page_list, so a
     // reclaimer that blocks in the block layer (blk-wbt, request tags)
     // blocks with its whole batch still isolated (5.15 shrink_page_list →
     // pageout → swap_writepage → submit_bio → rq_qos_throttle).
-    if !writes.is_empty() {
-        submit_pageouts(w, writes).await;
+    if !io.writes.is_empty() {
+        submit_pageouts(w, std::mem::take(&mut io.writes)).await;
     }
-    {
+    // Case 3 pages (cgroup v1 limit reclaim): each waited for in turn,
+    // the batch still isolated, then decided again.
+    while !io.waits.is_empty() {
+        for &pfn in &io.waits {
+            wait_on_page_writeback(w, pfn).await;
+        }
+        let mut again = std::mem::take(&mut io.waits);
+        let (r, a) =
+            w.k()
+                .shrink_folio_list(&mut again, &mut survivors, nid, sc, &mut stat, &mut io);
+        let cost = {
+            let k = w.k();
+            r * k.params.cost_reclaim_ns + io.writes.len() as u64 * k.params.cost_io_submit_ns
+        };
+        run_on_cpu(w, 0, cost).await;
+        if !io.writes.is_empty() {
+            submit_pageouts(w, std::mem::take(&mut io.writes)).await;
+        }
+        pages.extend_from_slice(&again);
+        nr_reclaimed += r;
+        nr_activate += a;
+    }
+    let v1_dirty_throttle = {
         let mut k = w.k();
         // move_folios_to_lru() under the lock (lru_note_cost() right after
         // takes it again, briefly: counted as part of this hold); the
@@ -514,6 +562,13 @@ pub(super) async fn shrink_inactive_list(
                 nr_reclaimed,
             );
         }
+        let item = if is_kswapd {
+            MemcgVm::PgstealKswapd
+        } else {
+            MemcgVm::PgstealDirect
+        };
+        k.count_memcg_events(memcg as u16, item, nr_reclaimed);
+        k.count_memcg_events(memcg as u16, MemcgVm::Pgactivate, nr_activate);
         k.count(
             if file {
                 Ev::PgstealFile
@@ -525,7 +580,8 @@ pub(super) async fn shrink_inactive_list(
         k.lru_note_cost(nid, memcg, file, stat.nr_pageout);
         // The whole batch was dirty file pages nobody queued for IO: the
         // flushers are behind; nudge them (wakeup_flusher_threads(WB_REASON_VMSCAN)).
-        if stat.nr_unqueued_dirty == nr_taken {
+        let all_unqueued_dirty = stat.nr_unqueued_dirty == nr_taken;
+        if all_unqueued_dirty {
             k.wakeup_flusher_threads();
         }
         sc.nr.dirty += stat.nr_dirty;
@@ -547,8 +603,89 @@ pub(super) async fn shrink_inactive_list(
                 if file { "FILE" } else { "ANON" }
             );
         }
+        // For cgroup v1 dirty throttling is achieved by waking the flushers
+        // here and waiting on pages under writeback (case 3) later; 6.0
+        // added a WRITEBACK throttle here too (the profile's site).
+        let v1_dirty = all_unqueued_dirty && !sc.writeback_throttling_sane();
+        let per_batch = if k.profile.congestion_flags == CongestionFlags::PerBatch {
+            Some(k.batch_congestion_flags(nid, sc, &stat, nr_taken, is_kswapd))
+        } else {
+            None
+        };
+        (v1_dirty, per_batch)
+    };
+    if v1_dirty_throttle.0 {
+        let site = w.k().profile.memcg_v1_dirty;
+        throttle_at(w, site, nid).await;
+    }
+    if let Some((kswapd_immediate, direct_wait)) = v1_dirty_throttle.1 {
+        if kswapd_immediate {
+            let site = w.k().profile.kswapd_immediate;
+            throttle_at(w, site, nid).await;
+        }
+        if direct_wait {
+            let site = w.k().profile.direct_congested;
+            throttle_at(w, site, nid).await;
+        }
     }
     nr_reclaimed
+}
+
+impl Kernel {
+    /// The tail of 4.16 `shrink_inactive_list`: any reclaimer sets the
+    /// node's flags from this one batch (`PGDAT_WRITEBACK` even without
+    /// `sane_reclaim`); returns whether kswapd waits for immediate pages
+    /// (`congestion_wait`) and whether a direct reclaimer calls
+    /// `wait_iff_congested(pgdat)` (every one, after every batch).
+    fn batch_congestion_flags(
+        &mut self,
+        nid: usize,
+        sc: &ScanControl,
+        stat: &ReclaimStat,
+        nr_taken: u64,
+        is_kswapd: bool,
+    ) -> (bool, bool) {
+        let node = &mut self.nodes[nid];
+        if stat.nr_writeback > 0 && stat.nr_writeback == nr_taken {
+            node.flags |= PGDAT_WRITEBACK;
+        }
+        let mut kswapd_immediate = false;
+        if sc.writeback_throttling_sane() {
+            if stat.nr_dirty > 0 && stat.nr_dirty == stat.nr_congested {
+                node.lruvecs[0].flags |= LRUVEC_CONGESTED;
+            }
+            if stat.nr_unqueued_dirty == nr_taken {
+                node.flags |= PGDAT_DIRTY;
+            }
+            kswapd_immediate = stat.nr_immediate > 0;
+        }
+        (kswapd_immediate, !is_kswapd)
+    }
+}
+
+/// `wait_on_page_writeback` (`folio_wait_writeback`): sleep until the
+/// page's write completes (`folio_end_writeback` wakes the node's queue).
+async fn wait_on_page_writeback(w: &World, pfn: Pfn) {
+    let start = w.k().exec.now();
+    loop {
+        let nid = {
+            let mut k = w.k();
+            if !k.frames.get(pfn).test(pg::WRITEBACK) {
+                let k = &mut *k;
+                k.stats.wait_on_page_writeback += 1;
+                k.stats.wait_on_page_writeback_ns += k.exec.now() - start;
+                return;
+            }
+            let nid = k.frames.nid(pfn);
+            let k = &mut *k;
+            k.exec.prepare_to_wait(&mut k.nodes[nid].writeback_wait);
+            nid
+        };
+        w.block(None).await;
+        let mut k = w.k();
+        let k = &mut *k;
+        k.exec.finish_wait(&mut k.nodes[nid].writeback_wait);
+    }
 }
 
 /// `shrink_active_list` (5.15): deactivates every isolated page except
@@ -567,6 +704,7 @@ pub(super) async fn shrink_active_list(
         if !sc.cgroup_reclaim() {
             k.count(Ev::Pgrefill, pages.len() as u64);
         }
+        k.count_memcg_events(memcg as u16, MemcgVm::Pgrefill, pages.len() as u64);
         (pages, spin)
     };
     if pages.is_empty() {
@@ -598,6 +736,7 @@ pub(super) async fn shrink_active_list(
     k.move_folios_to_lru(nid, memcg, &pages);
     k.recycle_pfn_vec(pages);
     k.count(Ev::Pgdeactivate, n);
+    k.count_memcg_events(memcg as u16, MemcgVm::Pgdeactivate, n);
     let item = if lru.is_file() {
         NodeStat::NrIsolatedFile
     } else {

@@ -9,9 +9,11 @@
 //!
 //! One [`ScanControl`] carries a reclaim pass's state, as `struct
 //! scan_control` does. Names and decision order follow 5.15 (`shrink_page_list`
-//! era) with the 5.16 throttling sites delegated to the profile. Not modelled:
-//! slab shrinkers (`slabs_scanned` stays 0), memcg protection (only the root
-//! memcg exists), compaction, MGLRU, THP splitting, lazyfree.
+//! era) with the 5.16 throttling sites delegated to the profile; memcg
+//! limit reclaim enters through [`try_to_free_mem_cgroup_pages`] and every
+//! pass walks the reclaim root's memcgs (`shrink_node_memcgs`). Not
+//! modelled: slab shrinkers (`slabs_scanned` stays 0), compaction, MGLRU,
+//! THP splitting, lazyfree, soft limits.
 
 mod kswapd;
 mod lists;
@@ -23,7 +25,7 @@ use crate::engine::World;
 use crate::mm::alloc::Gfp;
 use crate::mm::page::{Lru, EVICTABLE_LRUS};
 use crate::mm::{int_sqrt, LRUVEC_CONGESTED, PGDAT_DIRTY, PGDAT_WRITEBACK, WMARK_MIN};
-use crate::profile::{NoProgress, Reason};
+use crate::profile::{CongestionFlags, NoProgress, Reason};
 use crate::throttle::{reclaim_throttle, throttle_at};
 use crate::vmstat::Ev;
 use crate::Kernel;
@@ -93,34 +95,96 @@ pub struct ScanControl {
     pub nr_reclaimed: u64,
     /// Per-pass tallies.
     pub nr: ScanNr,
+    /// Reclaim below `memory.low` is allowed (second attempt).
+    pub memcg_low_reclaim: bool,
+    /// A memcg was skipped for its `memory.low` protection.
+    pub memcg_low_skipped: bool,
+    /// The memory controller is on cgroup v2 (`memcg.version`).
+    pub cgroup_v2: bool,
 }
 
 impl ScanControl {
+    /// A pass's control with everything but its goal and permissions at
+    /// the kernel's zero defaults.
+    pub fn new(
+        nr_to_reclaim: u64,
+        gfp: Gfp,
+        target_mem_cgroup: Option<u16>,
+        may_writepage: bool,
+        cgroup_v2: bool,
+    ) -> ScanControl {
+        ScanControl {
+            nr_to_reclaim,
+            gfp,
+            priority: DEF_PRIORITY,
+            target_mem_cgroup,
+            may_writepage,
+            may_unmap: true,
+            may_swap: true,
+            may_deactivate: 0,
+            force_deactivate: false,
+            skipped_deactivate: false,
+            cache_trim_mode: false,
+            file_is_tiny: false,
+            anon_cost: 0,
+            file_cost: 0,
+            nr_scanned: 0,
+            nr_reclaimed: 0,
+            nr: ScanNr::default(),
+            memcg_low_reclaim: false,
+            memcg_low_skipped: false,
+            cgroup_v2,
+        }
+    }
     /// `cgroup_reclaim(sc)`
     pub fn cgroup_reclaim(&self) -> bool {
         self.target_mem_cgroup.is_some()
     }
-    /// `writeback_throttling_sane(sc)`: global reclaim (cgroup v2 would be too).
+    /// `writeback_throttling_sane(sc)` (5.15): global reclaim, or limit
+    /// reclaim on cgroup v2 (CONFIG_CGROUP_WRITEBACK); cgroup v1's
+    /// `balance_dirty_pages` does not throttle per cgroup, so its limit
+    /// reclaim waits on writeback in `shrink_folio_list` instead.
     pub fn writeback_throttling_sane(&self) -> bool {
-        !self.cgroup_reclaim()
+        !self.cgroup_reclaim() || self.cgroup_v2
+    }
+    /// The lruvec whose flags and costs this pass reads
+    /// (`mem_cgroup_lruvec(sc->target_mem_cgroup, pgdat)`).
+    pub fn target_memcg(&self) -> usize {
+        self.target_mem_cgroup.unwrap_or(0) as usize
     }
 }
 
 impl Kernel {
     /// `inactive_is_low`: is the inactive list of `inactive_lru`'s type
     /// smaller than `1/int_sqrt(10 * GB)` of the active list?
+    ///
+    /// Sizes are the lruvec's hierarchical counts (`lruvec_page_state`: a
+    /// memcg's and its descendants'), as in 5.15.
     pub fn inactive_is_low(&self, nid: usize, memcg: usize, inactive_lru: Lru) -> bool {
-        let lv = &self.nodes[nid].lruvecs[memcg];
         let active_lru = if inactive_lru.is_file() {
             Lru::ActiveFile
         } else {
             Lru::ActiveAnon
         };
-        let inactive = lv.size(inactive_lru);
-        let active = lv.size(active_lru);
+        let inactive = self.lruvec_page_state(nid, memcg, inactive_lru);
+        let active = self.lruvec_page_state(nid, memcg, active_lru);
         let gb = (inactive + active) >> 18;
         let ratio = if gb > 0 { int_sqrt(10 * gb) } else { 1 };
         inactive * ratio < active
+    }
+
+    /// `lruvec_page_state(lruvec, NR_LRU_BASE + lru)`: pages on list `lru`
+    /// of `memcg` and its descendants on node `nid` (the root's: the node's).
+    pub fn lruvec_page_state(&self, nid: usize, memcg: usize, lru: Lru) -> u64 {
+        let node = &self.nodes[nid];
+        if memcg == 0 {
+            return node.lru_pages(lru);
+        }
+        self.memcgs[memcg]
+            .subtree
+            .iter()
+            .map(|&m| node.lruvecs[m as usize].size(lru))
+            .sum()
     }
 
     /// `can_age_anon_pages`: anon can be aged (and reclaimed) only with swap.
@@ -164,10 +228,31 @@ impl Kernel {
                 Balance::Fract
             };
         let lv = &self.nodes[nid].lruvecs[memcg];
+        // mem_cgroup_protection(): a protected memcg is scanned in
+        // proportion to how far its usage exceeds its protection.
+        let (cgroup_size, protection) = if memcg == 0 {
+            (0, 0)
+        } else {
+            let (emin, elow) = self.mem_cgroup_protection(sc.target_memcg() as u16, memcg as u16);
+            // memory.low scaling (shrink_lruvec notes memcg_low_skipped).
+            let p = if !sc.memcg_low_reclaim && elow > emin {
+                elow
+            } else {
+                emin
+            };
+            // Avoid TOCTOU with earlier protection check.
+            (self.memcgs[memcg].usage.max(p), p)
+        };
         let mut nr = [0u64; 4];
         for (i, lru) in EVICTABLE_LRUS.iter().enumerate() {
             let size = lv.size(*lru);
-            let mut scan = size >> sc.priority;
+            let mut scan = if protection > 0 {
+                let s = size - size * protection / (cgroup_size + 1);
+                s.max(SWAP_CLUSTER_MAX)
+            } else {
+                size
+            };
+            scan >>= sc.priority;
             let file = lru.is_file();
             match balance {
                 Balance::Equal => {}
@@ -186,7 +271,7 @@ impl Kernel {
     /// `prepare_scan_control` part of `shrink_node` (5.15): cost snapshot,
     /// `may_deactivate`, `cache_trim_mode`, `file_is_tiny`.
     fn prepare_scan_control(&self, nid: usize, sc: &mut ScanControl) {
-        let memcg = sc.target_mem_cgroup.unwrap_or(0) as usize;
+        let memcg = sc.target_memcg();
         let lv = &self.nodes[nid].lruvecs[memcg];
         sc.anon_cost = lv.anon_cost;
         sc.file_cost = lv.file_cost;
@@ -204,7 +289,7 @@ impl Kernel {
         } else {
             sc.may_deactivate = DEACTIVATE_ANON | DEACTIVATE_FILE;
         }
-        let file = lv.size(Lru::InactiveFile);
+        let file = self.lruvec_page_state(nid, memcg, Lru::InactiveFile);
         sc.cache_trim_mode = (file >> sc.priority) > 0 && sc.may_deactivate & DEACTIVATE_FILE == 0;
         if !sc.cgroup_reclaim() {
             let node = &self.nodes[nid];
@@ -217,11 +302,11 @@ impl Kernel {
         }
     }
 
-    /// `snapshot_refaults`
-    fn snapshot_refaults(&mut self, nid: usize) {
-        for lv in &mut self.nodes[nid].lruvecs {
-            lv.refaults = lv.ws_activate;
-        }
+    /// `snapshot_refaults(target_memcg, pgdat)`: the reclaim root's
+    /// (hierarchical) refault activations, to tell new refaults next time.
+    fn snapshot_refaults(&mut self, nid: usize, target: usize) {
+        let lv = &mut self.nodes[nid].lruvecs[target];
+        lv.refaults = lv.ws_activate;
     }
 }
 
@@ -233,6 +318,12 @@ async fn shrink_lruvec(w: &World, nid: usize, memcg: usize, sc: &mut ScanControl
     let (mut nr, scan_adjusted_init) = {
         let k = w.k();
         let nr = k.get_scan_count(nid, memcg, sc);
+        if memcg != 0 && !sc.memcg_low_reclaim {
+            let (emin, elow) = k.mem_cgroup_protection(sc.target_memcg() as u16, memcg as u16);
+            if elow > emin {
+                sc.memcg_low_skipped = true;
+            }
+        }
         let adj = !sc.cgroup_reclaim() && !k.current_is_kswapd() && sc.priority == DEF_PRIORITY;
         (nr, adj)
     };
@@ -312,14 +403,20 @@ pub async fn shrink_node(w: &World, nid: usize, sc: &mut ScanControl) {
     sc.nr = ScanNr::default();
     let nr_reclaimed_before = sc.nr_reclaimed;
     w.k().prepare_scan_control(nid, sc);
-    // shrink_node_memcgs(): only the root memcg (or the target) here.
-    let memcg = sc.target_mem_cgroup.unwrap_or(0) as usize;
-    shrink_lruvec(w, nid, memcg, sc).await;
+    shrink_node_memcgs(w, nid, sc).await;
+    let memcg = sc.target_memcg();
     let reclaimable = sc.nr_reclaimed > nr_reclaimed_before;
 
     let (kswapd_sleep, direct_sleep) = {
         let mut k = w.k();
         let is_kswapd = k.current_is_kswapd();
+        if k.profile.congestion_flags == CongestionFlags::PerBatch {
+            // ≤4.16: the flags and sleeps came after each batch.
+            if reclaimable {
+                k.nodes[nid].kswapd_failures = 0;
+            }
+            return;
+        }
         let mut kswapd_sleep = false;
         if is_kswapd {
             let node = &mut k.nodes[nid];
@@ -338,7 +435,12 @@ pub async fn shrink_node(w: &World, nid: usize, sc: &mut ScanControl) {
         {
             k.nodes[nid].lruvecs[memcg].flags |= LRUVEC_CONGESTED;
         }
-        let direct_sleep = !is_kswapd && k.nodes[nid].lruvecs[memcg].flags & LRUVEC_CONGESTED != 0;
+        // 4.17-5.4 pgdat_memcg_congested(): the node's flag (kswapd's, on
+        // the root lruvec) or the target memcg's; 5.5+: the target's only.
+        let node_flag = k.profile.direct_congested_sees_node
+            && k.nodes[nid].lruvecs[0].flags & LRUVEC_CONGESTED != 0;
+        let direct_sleep =
+            !is_kswapd && (node_flag || k.nodes[nid].lruvecs[memcg].flags & LRUVEC_CONGESTED != 0);
         if reclaimable {
             k.nodes[nid].kswapd_failures = 0;
         }
@@ -351,6 +453,40 @@ pub async fn shrink_node(w: &World, nid: usize, sc: &mut ScanControl) {
     if direct_sleep {
         let site = w.k().profile.direct_congested;
         throttle_at(w, site, nid).await;
+    }
+}
+
+/// `shrink_node_memcgs` (5.15.0): every memcg of the reclaim root's
+/// subtree in `mem_cgroup_iter` order (pre-order; the root's own lruvec
+/// first), skipping those below `memory.min`, and below `memory.low`
+/// unless this is the second attempt, which counts a `low` event.
+async fn shrink_node_memcgs(w: &World, nid: usize, sc: &mut ScanControl) {
+    let target = sc.target_memcg();
+    let mut i = 0;
+    loop {
+        let memcg = {
+            let mut k = w.k();
+            let Some(&m) = k.memcgs[target].subtree.get(i) else {
+                break;
+            };
+            i += 1;
+            let (emin, elow) = k.mem_cgroup_protection(target as u16, m);
+            let usage = k.memcgs[m as usize].usage;
+            if emin > 0 && usage <= emin {
+                // mem_cgroup_below_min: hard protection.
+                continue;
+            }
+            if elow > 0 && usage <= elow {
+                if !sc.memcg_low_reclaim {
+                    sc.memcg_low_skipped = true;
+                    continue;
+                }
+                k.memcg_memory_event(m, crate::mm::memcontrol::MemcgEvent::Low);
+            }
+            m as usize
+        };
+        shrink_lruvec(w, nid, memcg, sc).await;
+        // (shrink_slab for this memcg: no slab is modelled.)
     }
 }
 
@@ -435,10 +571,11 @@ async fn do_try_to_free_pages(w: &World, sc: &mut ScanControl) -> u64 {
         }
         {
             let mut k = w.k();
+            let target = sc.target_memcg();
             for nid in 0..k.nodes.len() {
-                k.snapshot_refaults(nid);
-                if let Some(m) = sc.target_mem_cgroup {
-                    k.nodes[nid].lruvecs[m as usize].flags &= !LRUVEC_CONGESTED;
+                k.snapshot_refaults(nid, target);
+                if sc.cgroup_reclaim() {
+                    k.nodes[nid].lruvecs[target].flags &= !LRUVEC_CONGESTED;
                 }
             }
         }
@@ -449,6 +586,13 @@ async fn do_try_to_free_pages(w: &World, sc: &mut ScanControl) -> u64 {
             sc.priority = DEF_PRIORITY;
             sc.force_deactivate = true;
             sc.skipped_deactivate = false;
+            continue;
+        }
+        // Untapped cgroup reserves? Don't OOM, retry.
+        if sc.memcg_low_skipped {
+            sc.priority = DEF_PRIORITY;
+            sc.memcg_low_reclaim = true;
+            sc.memcg_low_skipped = false;
             continue;
         }
         return 0;
@@ -502,24 +646,15 @@ async fn throttle_direct_reclaim(w: &World) {
 /// allocation. Returns pages reclaimed.
 pub async fn try_to_free_pages(w: &World, gfp: Gfp) -> u64 {
     throttle_direct_reclaim(w).await;
-    let mut sc = ScanControl {
-        nr_to_reclaim: SWAP_CLUSTER_MAX,
-        gfp,
-        priority: DEF_PRIORITY,
-        target_mem_cgroup: None,
-        may_writepage: w.k().params.laptop_mode == 0,
-        may_unmap: true,
-        may_swap: true,
-        may_deactivate: 0,
-        force_deactivate: false,
-        skipped_deactivate: false,
-        cache_trim_mode: false,
-        file_is_tiny: false,
-        anon_cost: 0,
-        file_cost: 0,
-        nr_scanned: 0,
-        nr_reclaimed: 0,
-        nr: ScanNr::default(),
+    let mut sc = {
+        let k = w.k();
+        ScanControl::new(
+            SWAP_CLUSTER_MAX,
+            gfp,
+            None,
+            k.params.laptop_mode == 0,
+            k.params.memcg_version == 2,
+        )
     };
     {
         let mut k = w.k();
@@ -532,5 +667,31 @@ pub async fn try_to_free_pages(w: &World, gfp: Gfp) -> u64 {
     let n = do_try_to_free_pages(w, &mut sc).await;
     let mut k = w.k();
     crate::trace!(k, "mm_vmscan_direct_reclaim_end", "nr_reclaimed={}", n);
+    n
+}
+
+/// `try_to_free_mem_cgroup_pages` (5.15.0): limit reclaim of `memcg` for
+/// `nr_pages`, from the task's node round the zonelist, under
+/// `memalloc_noreclaim_save` (reclaim does not allocate here). Returns
+/// pages reclaimed.
+pub async fn try_to_free_mem_cgroup_pages(w: &World, memcg: u16, nr_pages: u64, gfp: Gfp) -> u64 {
+    let mut sc = {
+        let mut k = w.k();
+        crate::trace!(
+            k,
+            "mm_vmscan_memcg_reclaim_begin",
+            "order=0 gfp_flags=GFP_HIGHUSER_MOVABLE"
+        );
+        ScanControl::new(
+            nr_pages.max(SWAP_CLUSTER_MAX),
+            gfp,
+            Some(memcg),
+            k.params.laptop_mode == 0,
+            k.params.memcg_version == 2,
+        )
+    };
+    let n = do_try_to_free_pages(w, &mut sc).await;
+    let mut k = w.k();
+    crate::trace!(k, "mm_vmscan_memcg_reclaim_end", "nr_reclaimed={}", n);
     n
 }

@@ -159,6 +159,11 @@ impl Kernel {
         debug_assert!(p.test(pg::WRITEBACK));
         p.clear(pg::WRITEBACK);
         self.nodes[nid].mod_state(NodeStat::NrWriteback, -1);
+        if self.nodes[nid].writeback_wait.active() {
+            let mut wq = std::mem::take(&mut self.nodes[nid].writeback_wait);
+            self.exec.wake_up_all(&mut wq);
+            self.nodes[nid].writeback_wait = wq;
+        }
         self.count(Ev::NrWritten, 1);
         let p = self.frames.get(pfn);
         if p.test(pg::FILE) && p.owner != ORPHAN {
