@@ -120,7 +120,7 @@ fn expand_record_dirs(dirs: &[PathBuf]) -> Vec<PathBuf> {
 
 /// The records directly under `dir` (subdirectories with a `run.json`,
 /// not hidden: an unfinished record is `.NAME.partial-PID`).
-fn records_in(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn records_in(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
