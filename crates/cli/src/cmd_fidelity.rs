@@ -1,4 +1,4 @@
-//! `reclaimlab fidelity SIM REAL | --pair SIM REAL... | --letter FILE SIM... [--json] [--html FILE] [--tolerance F] [--share-points P] [--ks D]`
+//! `reclaimlab fidelity SIM REAL | --pair SIM REAL... | --letter FILE SIM... | --suite FILE [--json] [--html FILE] [--tolerance F] [--share-points P] [--ks D]`
 //!
 //! Scores simulated run records against real ones (or against a published
 //! table transcribed with its source, `--letter`), figure by figure, with a
@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
-use reclaimlab_report::fidelity::{letter, side_from_dir};
+use reclaimlab_report::fidelity::{letter, side_from_dir, suite};
 use reclaimlab_report::{
     fidelity_report, render_fidelity_html, render_fidelity_json, render_fidelity_text, Side,
     Tolerance,
@@ -29,6 +29,10 @@ pub struct Args {
     /// A further pair, SIM then REAL (repeatable).
     #[arg(long, num_args = 2, value_names = ["SIM", "REAL"], action = clap::ArgAction::Append)]
     pub pair: Vec<PathBuf>,
+    /// Score the pairs and letters a suite file lists
+    /// (`reclaimlab.fidelity-suite/1`; paths relative to the file).
+    #[arg(long, value_name = "FILE")]
+    pub suite: Option<PathBuf>,
     /// Score the records against a transcribed letter
     /// (`reclaimlab.letter/1`, e.g. docs/fidelity/letters-2021-v2.toml).
     #[arg(long, value_name = "FILE")]
@@ -94,8 +98,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             ),
         },
     }
+    if let Some(file) = &args.suite {
+        let suite = suite::load_suite(file)?;
+        for (s, r) in &suite.pairs {
+            pairs.push((side(s)?, side(r)?));
+        }
+        for (letter, sims) in &suite.letters {
+            pairs.extend(letter_pairs(letter, sims)?);
+        }
+    }
     if pairs.is_empty() {
-        bail!("nothing to score: give SIM REAL, --pair SIM REAL, or --letter FILE SIM...");
+        bail!("nothing to score: give SIM REAL, --pair SIM REAL, --letter FILE SIM... or --suite FILE");
     }
     let report = fidelity_report(&pairs, tol)?;
     for p in &report.pairs {

@@ -23,6 +23,7 @@
 mod figures;
 pub mod letter;
 mod score;
+pub mod suite;
 #[cfg(test)]
 mod tests;
 
@@ -224,6 +225,8 @@ pub struct Tally {
     pub within: usize,
     /// Rows scored (everything but `not-compared`).
     pub of: usize,
+    /// Rows of the set that were not compared (one side lacks them).
+    pub not_compared: usize,
 }
 
 /// The summary of one pair (or of several: [`total_summary`]).

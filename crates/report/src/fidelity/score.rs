@@ -11,8 +11,9 @@
 //! - both sides 0 is `agree`; only the simulated side 0 is `missing`, only
 //!   the real side 0 is `extra`: no ratio is ever infinite or NaN;
 //! - a figure one side does not measure at all (its family absent: a
-//!   letter has no p50, a run without a trace has no stalls) is
-//!   `not-compared` and is not scored.
+//!   letter has no p50, a run without a trace has no stalls), and the
+//!   latency of an operation only one side ran (a step the other machine's
+//!   CPU count does not have), is `not-compared` and is not scored.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -130,8 +131,17 @@ fn figure_rows(sim: &Side, real: &Side, tol: &Tolerance, headline: &BTreeSet<&st
             kind: f.kind,
             headline: headline.contains(f.key.as_str()),
         };
+        // A latency operation only one side ran (the steps follow the
+        // machine's CPU count) is not compared, as the report leaves out
+        // operations not in every run.
+        let op_in = |side: &Side| match latency_op(&f.key) {
+            Some(op) => side.figures.iter().any(|g| latency_op(&g.key) == Some(op)),
+            None => true,
+        };
         let measured = (s.is_some() || sim_fam.contains(&f.family))
-            && (r.is_some() || real_fam.contains(&f.family));
+            && (r.is_some() || real_fam.contains(&f.family))
+            && op_in(sim)
+            && op_in(real);
         rows.push(if measured {
             factor_row(base, s, r, tol)
         } else {
@@ -139,6 +149,11 @@ fn figure_rows(sim: &Side, real: &Side, tol: &Tolerance, headline: &BTreeSet<&st
         });
     }
     rows
+}
+
+/// The operation of a latency key (`latency.mmap-4.p99` → `mmap-4`).
+fn latency_op(key: &str) -> Option<&str> {
+    key.strip_prefix("latency.")?.split('.').next()
 }
 
 /// The stall groups of both sides made comparable: an event that either
@@ -375,13 +390,14 @@ pub fn score_pair(sim: &Side, real: &Side, tol: Tolerance) -> Result<PairReport,
 
 fn summarise(rows: &[Row], has_headline: bool) -> Summary {
     let tally = |keep: &dyn Fn(&Row) -> bool| {
-        let scored: Vec<&Row> = rows
+        let (scored, unscored): (Vec<&Row>, Vec<&Row>) = rows
             .iter()
-            .filter(|r| r.verdict != Verdict::NotCompared && keep(r))
-            .collect();
+            .filter(|r| keep(r))
+            .partition(|r| r.verdict != Verdict::NotCompared);
         Tally {
             within: scored.iter().filter(|r| r.verdict.ok()).count(),
             of: scored.len(),
+            not_compared: unscored.len(),
         }
     };
     let all = tally(&|_| true);

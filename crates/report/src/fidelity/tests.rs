@@ -119,6 +119,31 @@ fn a_perturbed_record_fails_the_rows_perturbed_and_no_others() {
     assert_eq!(failing(&p), ["ops.page_reclaim_immediate"]);
 }
 
+#[test]
+fn a_latency_operation_only_one_side_ran_is_not_compared() {
+    let real = fixture("base");
+    let op = real
+        .figures
+        .iter()
+        .find(|f| f.group == "latency")
+        .map(|f| f.key.split('.').nth(1).unwrap().to_string())
+        .expect("the fixture has latency");
+    let mut sim = real.clone();
+    sim.figures
+        .retain(|f| !f.key.starts_with(&format!("latency.{op}.")));
+    let p = score_pair(&sim, &real, Tolerance::default()).unwrap();
+    let nc: Vec<&str> = p
+        .rows
+        .iter()
+        .filter(|r| r.verdict == Verdict::NotCompared)
+        .map(|r| r.key.as_str())
+        .collect();
+    assert_eq!(nc.len(), 5, "{nc:?}"); // amean, p50, p90, p99, max
+    assert!(nc.iter().all(|k| k.starts_with(&format!("latency.{op}."))));
+    assert_eq!(failing(&p), Vec::<String>::new());
+    assert_eq!(p.summary.rows.not_compared, 5);
+}
+
 fn group(event: &str, who: &str, reason: &str, delays: &[(u64, u64)]) -> StallGroup {
     let delays_us: BTreeMap<u64, u64> = delays.iter().copied().collect();
     StallGroup {
@@ -285,7 +310,14 @@ fn the_letter_transcription_has_38_headline_rows_and_consistent_totals() {
         .map(|r| (r.side.clone(), r.side.clone()))
         .collect();
     let rep = fidelity_report(&pairs, Tolerance::default()).unwrap();
-    assert_eq!(rep.total.headline, Some(Tally { within: 38, of: 38 }));
+    assert_eq!(
+        rep.total.headline,
+        Some(Tally {
+            within: 38,
+            of: 38,
+            not_compared: 0
+        })
+    );
 }
 
 #[test]

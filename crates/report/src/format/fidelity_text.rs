@@ -7,7 +7,7 @@
 
 use std::fmt::Write as _;
 
-use crate::fidelity::{FidelityReport, Kind, PairReport, Row, Summary, Verdict};
+use crate::fidelity::{FidelityReport, Kind, PairReport, Row, Summary, Tally, Verdict};
 
 /// A value as the tables print it: integers without decimals from 1000 on.
 pub(crate) fn value(v: Option<f64>) -> String {
@@ -52,21 +52,33 @@ pub(crate) fn summary_lines(s: &Summary) -> Vec<String> {
             100.0 * w as f64 / of as f64
         }
     };
+    let unscored = |t: Tally| {
+        if t.not_compared == 0 {
+            String::new()
+        } else {
+            format!("; {} not compared", t.not_compared)
+        }
+    };
     let mut v = vec![format!(
-        "{} of {} rows within tolerance ({:.0} %)",
+        "{} of {} rows within tolerance ({:.0} %){}",
         s.rows.within,
         s.rows.of,
-        pct(s.rows.within, s.rows.of)
+        pct(s.rows.within, s.rows.of),
+        unscored(s.rows)
     )];
     if let Some(h) = s.headline {
         v.push(format!(
-            "headline rows (the reference's own set): {} of {} within",
-            h.within, h.of
+            "headline rows (the reference's own set): {} of {} within{}",
+            h.within,
+            h.of,
+            unscored(h)
         ));
     }
     v.push(format!(
-        "size-free rows (shares, percentages, quantiles, distances): {} of {} within",
-        s.size_free.within, s.size_free.of
+        "size-free rows (shares, percentages, quantiles, distances): {} of {} within{}",
+        s.size_free.within,
+        s.size_free.of,
+        unscored(s.size_free)
     ));
     if let (Some(m), Some(f)) = (s.mean_abs_log2, s.typical_factor) {
         v.push(format!(
