@@ -136,7 +136,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// Pairs each simulated record (a directory of records stands for them)
 /// with the letter's column of its kernel profile. Records of a profile the
 /// letter has no column for are skipped with a warning.
-fn letter_pairs(file: &Path, records: &[PathBuf]) -> anyhow::Result<Vec<(Side, Side)>> {
+pub(crate) fn letter_pairs(file: &Path, records: &[PathBuf]) -> anyhow::Result<Vec<(Side, Side)>> {
     let letter = letter::load_letter(file)?;
     if records.is_empty() {
         bail!(

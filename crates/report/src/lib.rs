@@ -37,7 +37,7 @@ pub use fidelity::{fidelity_report, render_fidelity_json, FidelityReport, Side, 
 pub use format::csv::render_csv;
 pub use format::fidelity_html::{fidelity_section, render_fidelity_html};
 pub use format::fidelity_text::render_fidelity_text;
-pub use format::html::render_html;
+pub use format::html::{render_html, render_html_with};
 pub use format::json::render_json;
 pub use format::text::render_text;
 pub use input::{LatencySample, RunInput, RunMeta, TaskUse, TraceStatus, VmstatPoint};
