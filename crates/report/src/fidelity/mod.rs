@@ -175,6 +175,18 @@ impl Verdict {
         matches!(self, Verdict::Agree | Verdict::Within)
     }
 
+    /// The name in JSON (`not-compared`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Verdict::Agree => "agree",
+            Verdict::Within => "within",
+            Verdict::Outside => "outside",
+            Verdict::Missing => "missing",
+            Verdict::Extra => "extra",
+            Verdict::NotCompared => "not-compared",
+        }
+    }
+
     /// The word printed in tables.
     pub fn word(self) -> &'static str {
         match self {

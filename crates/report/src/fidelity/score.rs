@@ -49,7 +49,10 @@ pub fn ks_distance(a: &BTreeMap<u64, u64>, b: &BTreeMap<u64, u64>) -> Option<f64
 fn factor_row(base: RowBase, sim: Option<f64>, real: Option<f64>, tol: &Tolerance) -> Row {
     let (s, r) = (sim.unwrap_or(0.0), real.unwrap_or(0.0));
     let (mut ratio, mut log2) = (None, None);
-    let verdict = if s == 0.0 && r == 0.0 {
+    let verdict = if !s.is_finite() || !r.is_finite() {
+        // A record that says NaN or infinity for a figure does not measure it.
+        Verdict::NotCompared
+    } else if s == 0.0 && r == 0.0 {
         Verdict::Agree
     } else if s == 0.0 {
         Verdict::Missing
@@ -403,11 +406,7 @@ fn summarise(rows: &[Row], has_headline: bool) -> Summary {
     let all = tally(&|_| true);
     let mut verdicts = BTreeMap::new();
     for r in rows {
-        let name = serde_json::to_value(r.verdict)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default();
-        *verdicts.entry(name).or_insert(0) += 1;
+        *verdicts.entry(r.verdict.name().to_string()).or_insert(0) += 1;
     }
     let logs: Vec<f64> = rows
         .iter()

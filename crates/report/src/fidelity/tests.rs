@@ -94,6 +94,8 @@ fn a_perturbed_record_fails_the_rows_perturbed_and_no_others() {
     set(&mut sim, "duration.elapsed_s", 1.9 * e);
     // Immediate reclaim to 0: missing.
     set(&mut sim, "ops.page_reclaim_immediate", 0.0);
+    // A NaN elapsed-like figure is not measured, never a NaN ratio.
+    set(&mut sim, "duration.user_s", f64::NAN);
     let p = score_pair(&sim, &real, Tolerance::default()).unwrap();
     assert_eq!(
         failing(&p),
@@ -110,6 +112,8 @@ fn a_perturbed_record_fails_the_rows_perturbed_and_no_others() {
         Verdict::Missing
     );
     assert_eq!(row(&p, "ops.page_reclaim_immediate").ratio, None);
+    assert_eq!(row(&p, "duration.user_s").verdict, Verdict::NotCompared);
+    assert_eq!(row(&p, "duration.user_s").ratio, None);
     // A wider tolerance lets the 3x through.
     let wide = Tolerance {
         factor: 3.5,
@@ -353,5 +357,15 @@ fn json_names_the_schema_and_verdicts_in_kebab_case() {
         .map(|r| r["verdict"].as_str().unwrap())
         .collect();
     assert!(verdicts.iter().all(|v| ["agree", "within"].contains(v)));
+    for v in [
+        Verdict::Agree,
+        Verdict::Within,
+        Verdict::Outside,
+        Verdict::Missing,
+        Verdict::Extra,
+        Verdict::NotCompared,
+    ] {
+        assert_eq!(serde_json::to_value(v).unwrap(), v.name());
+    }
     assert_eq!(v["total"]["rows"]["within"], v["total"]["rows"]["of"]);
 }
