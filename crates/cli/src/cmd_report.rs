@@ -1,4 +1,4 @@
-//! `reclaimlab report DIR... [--json] [--html FILE] [--csv FILE] [--significance ttest|ci] [--keep-going]`
+//! `reclaimlab report DIR... [--json] [--html FILE [--letter FILE]] [--csv FILE] [--significance ttest|ci] [--keep-going]`
 //!
 //! Reads run records (the first is the baseline), prints the mmtests-style
 //! comparison (or the `reclaimlab.report/1` JSON with `--json`), and writes
@@ -13,7 +13,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use reclaimlab_report::{
-    render_csv, render_html, render_json, render_text, report_from_dirs, Options, Significance,
+    fidelity_report, fidelity_section, render_csv, render_html_with, render_json, render_text,
+    report_from_dirs, Options, Significance, Tolerance,
 };
 
 /// Arguments of `reclaimlab report`.
@@ -38,6 +39,11 @@ pub struct Args {
     /// p < 0.10) or `ci` (mmtests since 2024-11, mean ± 1.96·s intervals).
     #[arg(long, default_value = "ttest", value_parser = ["ttest", "ci"])]
     pub significance: String,
+    /// Also score the runs against a transcribed letter (docs/fidelity.md)
+    /// and add the scores to the `--html` page: each run is paired with the
+    /// letter's column of its kernel profile.
+    #[arg(long, value_name = "FILE", requires = "html")]
+    pub letter: Option<PathBuf>,
     /// Exit 0 even if a trace was truncated or had lines that did not parse.
     #[arg(long)]
     pub keep_going: bool,
@@ -61,7 +67,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     crate::write_file::to_stdout(&out)?;
     if let Some(path) = &args.html {
-        crate::write_file::write_whole(path, &render_html(&report))
+        let sections = match &args.letter {
+            Some(letter) => {
+                let pairs = crate::cmd_fidelity::letter_pairs(letter, &dirs)?;
+                let scores = fidelity_report(&pairs, Tolerance::default())?;
+                vec![fidelity_section(&scores)]
+            }
+            None => Vec::new(),
+        };
+        crate::write_file::write_whole(path, &render_html_with(&report, &sections))
             .with_context(|| format!("cannot write the HTML report to {}", path.display()))?;
         eprintln!("reclaimlab: HTML report written to {}", path.display());
     }
@@ -120,7 +134,7 @@ fn expand_record_dirs(dirs: &[PathBuf]) -> Vec<PathBuf> {
 
 /// The records directly under `dir` (subdirectories with a `run.json`,
 /// not hidden: an unfinished record is `.NAME.partial-PID`).
-fn records_in(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn records_in(dir: &Path) -> Vec<PathBuf> {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return Vec::new();
     };

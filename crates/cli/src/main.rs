@@ -22,6 +22,7 @@ macro_rules! outln {
 }
 
 mod cmd_doctor;
+mod cmd_fidelity;
 mod cmd_import;
 mod cmd_list;
 mod cmd_report;
@@ -49,6 +50,8 @@ enum Mode {
     Run(cmd_run::Args),
     /// Compare run records side by side (the first is the baseline).
     Report(cmd_report::Args),
+    /// Score simulated runs against real ones (or a transcribed letter), figure by figure.
+    Fidelity(cmd_fidelity::Args),
     /// Import external data (ftrace text, mmtests results) into a run record.
     Import(cmd_import::Args),
     /// List kernel profiles, machines, workloads or parameters.
@@ -66,6 +69,7 @@ fn main() -> ExitCode {
         Mode::Sim(a) => cmd_sim::run(a),
         Mode::Run(a) => cmd_run::run(a),
         Mode::Report(a) => cmd_report::run(a),
+        Mode::Fidelity(a) => cmd_fidelity::run(a),
         Mode::Import(a) => cmd_import::run(a),
         Mode::List(a) => cmd_list::run(a),
         Mode::Doctor(a) => cmd_doctor::run(a),

@@ -5,7 +5,8 @@
 //! ([`build_report`]), and every exporter ([`render_text`], [`render_json`],
 //! [`render_html`]) turns that same struct into bytes. Statistics live in
 //! [`stats`], the Ops table in [`ops`], stall histograms in [`stalls`],
-//! mmtests' ftrace stall monitors in [`monitor`]; only
+//! mmtests' ftrace stall monitors in [`monitor`], the simulator's fidelity
+//! to real runs in [`fidelity`]; only
 //! [`source`] knows how a run record is stored on disk. The first run is the
 //! baseline of every % column. Output is deterministic: the same records give
 //! the same bytes.
@@ -20,6 +21,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+pub mod fidelity;
 pub mod format;
 pub mod input;
 pub mod model;
@@ -31,8 +33,11 @@ pub mod stats;
 
 use std::path::Path;
 
+pub use fidelity::{fidelity_report, render_fidelity_json, FidelityReport, Side, Tolerance};
 pub use format::csv::render_csv;
-pub use format::html::render_html;
+pub use format::fidelity_html::{fidelity_section, render_fidelity_html};
+pub use format::fidelity_text::render_fidelity_text;
+pub use format::html::{render_html, render_html_with};
 pub use format::json::render_json;
 pub use format::text::render_text;
 pub use input::{LatencySample, RunInput, RunMeta, TaskUse, TraceStatus, VmstatPoint};

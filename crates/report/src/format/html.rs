@@ -372,6 +372,12 @@ table.cmp td{text-align:right}table.cmp td:first-child{text-align:left}\
 
 /// Renders the report as one self-contained HTML page.
 pub fn render_html(report: &Report) -> Vec<u8> {
+    render_html_with(report, &[])
+}
+
+/// The page with further sections (self-contained HTML fragments such as
+/// [`super::fidelity_html::fidelity_section`]) after its own, and their CSS.
+pub fn render_html_with(report: &Report, sections: &[String]) -> Vec<u8> {
     let mut out = String::new();
     let names: Vec<&str> = report.runs.iter().map(|r| r.name.as_str()).collect();
     // A sweep's hundreds of names do not make a title.
@@ -383,8 +389,13 @@ pub fn render_html(report: &Report) -> Vec<u8> {
     };
     let _ = write!(
         out,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{CSS}</style></head><body>\n<h1>{}</h1>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{CSS}{}</style></head><body>\n<h1>{}</h1>\n",
         esc(&title),
+        if sections.is_empty() {
+            ""
+        } else {
+            super::fidelity_html::FIDELITY_CSS
+        },
         esc(&title)
     );
     out.push_str("<table><tr><th>run</th><th>origin</th><th>kernel</th><th>workload</th><th>reclaim scope</th><th>record</th></tr>\n");
@@ -419,6 +430,9 @@ pub fn render_html(report: &Report) -> Vec<u8> {
     out.push_str("</div>\n");
     stall_tables(report, &mut out);
     super::ftrace::ftrace_html(&mut out, report);
+    for section in sections {
+        out.push_str(section);
+    }
     out.push_str("</body></html>\n");
     out.into_bytes()
 }

@@ -1,0 +1,132 @@
+//! A fidelity suite file: the pairs to score, kept in the repository.
+//!
+//! `reclaimlab fidelity --suite FILE` reads a TOML file
+//! (`reclaimlab.fidelity-suite/1`, `docs/fidelity.md`) listing record pairs
+//! and letters with the simulated records to score against them, so a
+//! matrix of comparisons is one command. Relative paths are relative to the
+//! suite file's directory, as in any file that names others.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::letter::LetterError;
+
+/// The suite schema name.
+pub const SUITE_SCHEMA: &str = "reclaimlab.fidelity-suite/1";
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SuiteFile {
+    schema: String,
+    #[serde(default)]
+    pair: Vec<PairFile>,
+    #[serde(default)]
+    letter: Vec<LetterFile>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PairFile {
+    sim: PathBuf,
+    real: PathBuf,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LetterFile {
+    file: PathBuf,
+    sims: Vec<PathBuf>,
+}
+
+/// A loaded suite, paths resolved.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Suite {
+    /// Record pairs (simulated, real), in file order.
+    pub pairs: Vec<(PathBuf, PathBuf)>,
+    /// Letters and the simulated records (or folders of them) to score
+    /// against each.
+    pub letters: Vec<(PathBuf, Vec<PathBuf>)>,
+}
+
+/// Parses a suite; `path` names it in errors and anchors relative paths.
+pub fn parse_suite(text: &str, path: &Path) -> Result<Suite, LetterError> {
+    let err = |message: String| LetterError {
+        path: path.display().to_string(),
+        message,
+    };
+    let f: SuiteFile =
+        toml::from_str(text).map_err(|e| err(format!("not a fidelity suite: {e}")))?;
+    if f.schema != SUITE_SCHEMA {
+        return Err(err(format!(
+            "schema `{}`: expected `{SUITE_SCHEMA}`",
+            f.schema
+        )));
+    }
+    if f.pair.is_empty() && f.letter.is_empty() {
+        return Err(err(
+            "no [[pair]] or [[letter]] entries: nothing to score".into()
+        ));
+    }
+    let base = path.parent().unwrap_or(Path::new(""));
+    let at = |p: &Path| base.join(p);
+    Ok(Suite {
+        pairs: f.pair.iter().map(|p| (at(&p.sim), at(&p.real))).collect(),
+        letters: f
+            .letter
+            .iter()
+            .map(|l| (at(&l.file), l.sims.iter().map(|s| at(s)).collect()))
+            .collect(),
+    })
+}
+
+/// Reads a suite file.
+pub fn load_suite(path: &Path) -> Result<Suite, LetterError> {
+    let text = std::fs::read_to_string(path).map_err(|e| LetterError {
+        path: path.display().to_string(),
+        message: format!("cannot read the suite: {e}"),
+    })?;
+    parse_suite(&text, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn paths_are_relative_to_the_suite_and_errors_name_it() {
+        let s = parse_suite(
+            "schema = 'reclaimlab.fidelity-suite/1'\n[[pair]]\nsim = 'a'\nreal = '/abs/b'\n[[letter]]\nfile = 'l.toml'\nsims = ['../out']\n",
+            Path::new("docs/fidelity/suite.toml"),
+        )
+        .unwrap();
+        assert_eq!(
+            s.pairs,
+            [(PathBuf::from("docs/fidelity/a"), PathBuf::from("/abs/b"))]
+        );
+        assert_eq!(
+            s.letters,
+            [(
+                PathBuf::from("docs/fidelity/l.toml"),
+                vec![PathBuf::from("docs/fidelity/../out")]
+            )]
+        );
+        let e = parse_suite(
+            "schema = 'reclaimlab.fidelity-suite/1'\n",
+            Path::new("s.toml"),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "s.toml: no [[pair]] or [[letter]] entries: nothing to score"
+        );
+        let e = parse_suite(
+            "schema = 'x'\n[[pair]]\nsim='a'\nreal='b'\n",
+            Path::new("s.toml"),
+        )
+        .unwrap_err();
+        assert!(e
+            .to_string()
+            .contains("expected `reclaimlab.fidelity-suite/1`"));
+    }
+}

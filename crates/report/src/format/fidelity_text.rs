@@ -1,0 +1,189 @@
+//! `reclaimlab fidelity`: the text table of a [`FidelityReport`].
+//!
+//! One table per pair — each figure's simulated and real value, sim/real and
+//! its log2 (or the difference in points, or the distance), the verdict —
+//! then the pair's summary; a total over the pairs when there are several.
+//! Rows neither side can score (`not-compared`) are counted, not printed.
+
+use std::fmt::Write as _;
+
+use crate::fidelity::{FidelityReport, Kind, PairReport, Row, Summary, Tally, Verdict};
+
+/// A value as the tables print it: integers without decimals from 1000 on.
+pub(crate) fn value(v: Option<f64>) -> String {
+    match v {
+        None => "-".into(),
+        Some(v) if v.abs() >= 1000.0 => format!("{v:.0}"),
+        Some(v) => format!("{v:.2}"),
+    }
+}
+
+/// The comparison column of a row: sim/real for ratio rows, ±points for
+/// shares, `D=` for distances.
+pub(crate) fn comparison(r: &Row) -> (String, String) {
+    match r.kind {
+        Kind::Share => (
+            r.diff.map_or("-".into(), |d| format!("{d:+.1} pts")),
+            String::new(),
+        ),
+        Kind::Distance => (
+            r.diff.map_or("-".into(), |d| format!("D={d:.3}")),
+            String::new(),
+        ),
+        _ => (
+            r.ratio.map_or("-".into(), |q| {
+                if (0.01..1000.0).contains(&q.abs()) {
+                    format!("{q:.3}")
+                } else {
+                    format!("{q:.2e}")
+                }
+            }),
+            r.log2.map_or("-".into(), |l| format!("{l:+.2}")),
+        ),
+    }
+}
+
+/// The summary as one paragraph of lines.
+pub(crate) fn summary_lines(s: &Summary) -> Vec<String> {
+    let pct = |w: usize, of: usize| {
+        if of == 0 {
+            0.0
+        } else {
+            100.0 * w as f64 / of as f64
+        }
+    };
+    let unscored = |t: Tally| {
+        if t.not_compared == 0 {
+            String::new()
+        } else {
+            format!("; {} not compared", t.not_compared)
+        }
+    };
+    let mut v = vec![format!(
+        "{} of {} rows within tolerance ({:.0} %){}",
+        s.rows.within,
+        s.rows.of,
+        pct(s.rows.within, s.rows.of),
+        unscored(s.rows)
+    )];
+    if let Some(h) = s.headline {
+        v.push(format!(
+            "headline rows (the reference's own set): {} of {} within{}",
+            h.within,
+            h.of,
+            unscored(h)
+        ));
+    }
+    v.push(format!(
+        "size-free rows (shares, percentages, quantiles, distances): {} of {} within{}",
+        s.size_free.within,
+        s.size_free.of,
+        unscored(s.size_free)
+    ));
+    if let (Some(m), Some(f)) = (s.mean_abs_log2, s.typical_factor) {
+        v.push(format!(
+            "typical factor between the sides {f:.2} (mean |log2 sim/real| {m:.2}, rows where both are non-zero)"
+        ));
+    }
+    let verdicts: Vec<String> = s.verdicts.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    v.push(format!("verdicts: {}", verdicts.join(", ")));
+    v
+}
+
+fn pair_text(out: &mut String, p: &PairReport) {
+    let _ = writeln!(
+        out,
+        "Fidelity: {} ({}, {}, {}) against {} ({}, {}, {})",
+        p.sim.name,
+        p.sim.origin,
+        p.sim.kernel,
+        p.sim.machine,
+        p.real.name,
+        p.real.origin,
+        p.real.kernel,
+        p.real.machine
+    );
+    let _ = writeln!(out, "  sim:  {}", p.sim.source);
+    let _ = writeln!(out, "  real: {}", p.real.source);
+    for w in &p.warnings {
+        let _ = writeln!(out, "  warning: {w}");
+    }
+    let width = p
+        .rows
+        .iter()
+        .filter(|r| r.verdict != Verdict::NotCompared)
+        .map(|r| r.label.chars().count() + 2)
+        .max()
+        .unwrap_or(10)
+        .max(10);
+    let _ = writeln!(
+        out,
+        "\n  {:<width$} {:>15} {:>15} {:>11} {:>7}  verdict",
+        "", "sim", "real", "sim/real", "log2"
+    );
+    let mut group = "";
+    for r in p.rows.iter().filter(|r| r.verdict != Verdict::NotCompared) {
+        if r.group != group {
+            group = &r.group;
+            let _ = writeln!(out, "  [{group}]");
+        }
+        let (cmp, log2) = comparison(r);
+        let label = if r.headline {
+            format!("{} *", r.label)
+        } else {
+            r.label.clone()
+        };
+        let (s, real) = match r.kind {
+            Kind::Distance => (String::new(), String::new()),
+            _ => (value(r.sim), value(r.real)),
+        };
+        let _ = writeln!(
+            out,
+            "  {label:<width$} {s:>15} {real:>15} {cmp:>11} {log2:>7}  {}",
+            r.verdict.word()
+        );
+    }
+    let nc: Vec<&str> = p
+        .rows
+        .iter()
+        .filter(|r| r.verdict == Verdict::NotCompared)
+        .map(|r| r.key.as_str())
+        .collect();
+    if !nc.is_empty() {
+        let _ = writeln!(
+            out,
+            "  not compared (only one side measures them): {} rows, e.g. {}",
+            nc.len(),
+            nc.iter().take(4).copied().collect::<Vec<_>>().join(", ")
+        );
+    }
+    if p.rows.iter().any(|r| r.headline) {
+        let _ = writeln!(out, "  * a headline row of the reference");
+    }
+    out.push('\n');
+    for l in summary_lines(&p.summary) {
+        let _ = writeln!(out, "  {l}");
+    }
+    out.push('\n');
+}
+
+/// Renders the report as text.
+pub fn render_fidelity_text(report: &FidelityReport) -> String {
+    let mut out = String::new();
+    let t = report.tolerance;
+    let _ = writeln!(
+        out,
+        "Tolerance: factor {} for counts, times, rates, percentages and quantiles; {} points for shares of stall reasons; KS distance {} for delay distributions\n",
+        t.factor, t.share_points, t.ks
+    );
+    for p in &report.pairs {
+        pair_text(&mut out, p);
+    }
+    if report.pairs.len() > 1 {
+        let _ = writeln!(out, "All {} pairs:", report.pairs.len());
+        for l in summary_lines(&report.total) {
+            let _ = writeln!(out, "  {l}");
+        }
+    }
+    out
+}
