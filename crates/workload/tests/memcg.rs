@@ -133,7 +133,7 @@ fn memory_min_shields_a_cgroup_from_global_reclaim() {
     let (_c, s) = sim(&machine(tiny), "v5.16", spec, 1, &[]);
     let scanned = |n: &str| vm(&s, n, "pgscan_kswapd") + vm(&s, n, "pgscan_direct");
     assert!(
-        scanned("open") > 1000,
+        scanned("open") > 100,
         "the open cgroup was not reclaimed: {}",
         scanned("open")
     );
