@@ -299,6 +299,54 @@ impl Assembly {
                 free_kib: o.free_pages * 4,
             })
             .collect();
+        // What the report shows of cgroups and OOM kills: notes (the
+        // structured data is in run.json's `cgroups` and `oom_kills`).
+        for c in &m.cgroups {
+            let mib = |b: Option<u64>| b.map_or("max".to_string(), |b| format!("{} MiB", b >> 20));
+            let ev: Vec<String> = c
+                .events
+                .iter()
+                .filter(|(_, v)| **v > 0)
+                .map(|(k, v)| format!("{k} {v}"))
+                .collect();
+            m.capture.notes.push(format!(
+                "cgroup `{}`: memory.max {}, memory.high {}, peak {} MiB, memory.events: {}{}",
+                c.name,
+                mib(c.max_bytes),
+                mib(c.high_bytes),
+                c.peak_bytes >> 20,
+                if ev.is_empty() {
+                    "none".to_string()
+                } else {
+                    ev.join(", ")
+                },
+                if c.high_delay_s > 0.0 {
+                    format!(", {:.3} s in the memory.high penalty", c.high_delay_s)
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        const OOM_NOTES: usize = 20;
+        for o in m.oom_kills.iter().take(OOM_NOTES) {
+            m.capture.notes.push(format!(
+                "OOM kill at {:.3} s (step {}): pid {} ({}) in cgroup `{}`, {}, victim {} MiB, {} MiB free",
+                o.t_s,
+                o.step.unwrap_or(0),
+                o.pid,
+                o.comm,
+                if o.cgroup.is_empty() { "/" } else { &o.cgroup },
+                o.constraint,
+                o.victim_kib >> 10,
+                o.free_kib >> 10
+            ));
+        }
+        if m.oom_kills.len() > OOM_NOTES {
+            m.capture.notes.push(format!(
+                "{} more OOM kills (run.json oom_kills lists every one)",
+                m.oom_kills.len() - OOM_NOTES
+            ));
+        }
         if summary.writeback_waits.0 > 0 {
             m.capture.notes.push(format!(
                 "cgroup v1 limit reclaim waited on pages under writeback (wait_on_page_writeback, no tracepoint) {} times, {:.3} s in all",

@@ -95,6 +95,12 @@ fn a_cgroup_too_small_for_its_hog_ooms_inside_the_cgroup() {
     }
     assert!(event(&s, "tight", "oom") > 0 && event(&s, "tight", "oom_kill") > 0);
     assert_eq!(event(&s, "big", "oom_kill"), 0);
+    // The victim's forced charges end with its fault: it faults no more.
+    assert!(
+        cgroup(&s, "tight").peak <= 32 * 256 + 1,
+        "peak {}",
+        cgroup(&s, "tight").peak
+    );
     assert_eq!(c.delta("oom_kill"), s.oom_kills.len() as u64);
     assert!(!c.events("mark_victim").is_empty());
 }

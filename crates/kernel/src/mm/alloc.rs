@@ -269,6 +269,16 @@ pub async fn alloc_page(w: &World, gfp: Gfp) -> Option<Pfn> {
     // it on return to user space, before the task's next fault).
     mem_cgroup_handle_over_high(w).await;
     mem_cgroup_try_charge(w, gfp).await;
+    let killed_in_memcg = {
+        let k = w.k();
+        k.current().killed && !Kernel::mem_cgroup_is_root(k.current().memcg)
+    };
+    if killed_in_memcg {
+        // A memcg OOM victim's charge was forced so that it can exit; it
+        // exits at its return to user space, so it faults nothing more.
+        w.k().memcg_cancel_charge();
+        return None;
+    }
     let fast = w.k().get_page_from_freelist(Some(WMARK_LOW));
     let pfn = match fast {
         Some(p) => p,
