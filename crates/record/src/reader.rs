@@ -338,9 +338,10 @@ impl Record {
 
     /// Distinct `(metric, step)` series in order of first appearance.
     pub fn latency_series(&self) -> Vec<(String, u32)> {
+        let mut seen = std::collections::HashSet::new();
         let mut out: Vec<(String, u32)> = Vec::new();
         for s in &self.latency {
-            if !out.iter().any(|(m, st)| *st == s.step && *m == s.metric) {
+            if seen.insert((s.metric.as_str(), s.step)) {
                 out.push((s.metric.clone(), s.step));
             }
         }

@@ -50,14 +50,47 @@ pub struct Options {
 }
 
 /// A map serialised in insertion order (used for step order: `mmap-4` before
-/// `mmap-12`).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct OrderedMap<V>(pub Vec<(String, V)>);
+/// `mmap-12`). Lookups go through a key index built on the first one, so a
+/// record with many latency metrics (a hostile `latency.csv` may have a
+/// different one on every row) costs linear time in the tables, not
+/// quadratic. Build it with [`OrderedMap::new`].
+#[derive(Clone, Debug, Default)]
+pub struct OrderedMap<V>(pub Vec<(String, V)>, KeyIndex);
+
+/// The position of each key of an [`OrderedMap`] (the first, if repeated),
+/// built on the first lookup, with the length it was built at: entries added
+/// later make lookups fall back to a search.
+#[derive(Clone, Debug, Default)]
+pub struct KeyIndex(std::sync::OnceLock<(usize, HashMap<String, usize>)>);
+
+impl<V: PartialEq> PartialEq for OrderedMap<V> {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
 
 impl<V> OrderedMap<V> {
+    /// A map of `entries`, in their order.
+    pub fn new(entries: Vec<(String, V)>) -> Self {
+        OrderedMap(entries, KeyIndex::default())
+    }
+
     /// The value for a key.
     pub fn get(&self, key: &str) -> Option<&V> {
-        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+        if self.0.len() <= 16 {
+            return self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v);
+        }
+        let (len, index) = self.1 .0.get_or_init(|| {
+            let mut m = HashMap::with_capacity(self.0.len());
+            for (i, (k, _)) in self.0.iter().enumerate() {
+                m.entry(k.clone()).or_insert(i);
+            }
+            (self.0.len(), m)
+        });
+        if *len != self.0.len() {
+            return self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v);
+        }
+        index.get(key).and_then(|&i| self.0.get(i)).map(|(_, v)| v)
     }
 }
 
@@ -422,7 +455,7 @@ pub fn build_report(runs: &[RunInput], opts: Options) -> Report {
             task_cpu: run.meta.task_cpu.clone(),
             ops,
             vmstat_delta: run.vmstat_delta.clone(),
-            latency: OrderedMap(latency),
+            latency: OrderedMap::new(latency),
             stalls: run.stalls.counts.clone(),
             stall_summary: run.stalls.summary.clone(),
             ftrace_stalls: Vec::new(),
@@ -454,11 +487,17 @@ pub fn build_report(runs: &[RunInput], opts: Options) -> Report {
     }
     let mut compared = Vec::new();
     let mut excluded = Vec::new();
+    // Sets, so that many operations (a latency.csv may name a new metric on
+    // every row) cost linear time.
+    let op_sets: Vec<HashSet<&str>> = ops_per_run
+        .iter()
+        .map(|labels| labels.iter().map(String::as_str).collect())
+        .collect();
     for l in order.values() {
         let present: Vec<String> = out_runs
             .iter()
-            .zip(&ops_per_run)
-            .filter(|(_, labels)| labels.contains(l))
+            .zip(&op_sets)
+            .filter(|(_, labels)| labels.contains(l.as_str()))
             .map(|(r, _)| r.name.clone())
             .collect();
         if present.len() == out_runs.len() {
@@ -489,10 +528,11 @@ pub fn build_report(runs: &[RunInput], opts: Options) -> Report {
     // Sort the order of compared labels by (metric, step) — already so.
 
     // Comparison against the baseline.
+    let compared_set: HashSet<&str> = compared.iter().map(String::as_str).collect();
     if let Some((base, rest)) = out_runs.split_first_mut() {
         for r in rest.iter_mut() {
             for (l, lr) in r.latency.0.iter_mut() {
-                if !compared.contains(l) {
+                if !compared_set.contains(l.as_str()) {
                     continue;
                 }
                 let Some(b) = base.latency.get(l) else {

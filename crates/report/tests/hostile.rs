@@ -196,3 +196,35 @@ fn settings_of_10000_workers_compare_in_linear_time() {
     assert_eq!(r.differences[1].values[1], "changed");
     assert!(render_text(&r).contains("changed"));
 }
+
+/// A latency.csv naming a new metric on every row (50,000): the latency
+/// table and the "what is comparable" pass looked each up in a list
+/// (quadratic, minutes); now by index.
+#[test]
+fn many_latency_metrics_report_in_linear_time() {
+    let run = |name: &str| {
+        let mut r = RunInput::default();
+        r.meta.name = name.into();
+        r.latency = (0..50_000)
+            .map(|i| reclaimlab_report::LatencySample {
+                step: 1,
+                metric: format!("m{i}"),
+                t_s: 0.0,
+                value_us: 1000.0 + f64::from(i),
+            })
+            .collect();
+        r
+    };
+    let runs = vec![run("a"), run("b")];
+    let (r, text) = within(Duration::from_secs(60), move || {
+        let r = build_report(&runs, Options::default());
+        let t = render_text(&r);
+        (r, t)
+    });
+    assert_eq!(r.comparable.compared.len(), 50_000);
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("Amean ") && l.contains(" m49999-1 ")),
+        "the last metric is in the table"
+    );
+}
