@@ -155,10 +155,10 @@ pub fn is_gzip(path: &Path) -> Result<bool> {
 }
 
 /// Most a gzip input may expand (decompressed bytes per compressed byte) once
-/// it has produced [`GZIP_RATIO_GRACE`] bytes. ftrace text compresses 8–30
-/// times (a simulated trace of near-identical lines about 25); deflate's own
-/// limit is about 1030 (a file of zeros), so a "gzip bomb" is refused after
-/// reading at most 1/200 of what it would expand to.
+/// it has produced [`GZIP_RATIO_GRACE`] bytes. ftrace text compresses about
+/// 10 times (a simulated stall-heavy trace 11, the report bench's synthetic
+/// one 9); deflate's own limit is about 1030 (a file of zeros), so a "gzip
+/// bomb" is refused after reading at most 1/200 of what it would expand to.
 pub const MAX_GZIP_RATIO: u64 = 200;
 /// Decompressed bytes read before the ratio is checked (small files of
 /// repeated text may compress better than any trace).
