@@ -100,6 +100,12 @@ pub struct Args {
     /// Check the kernel's conservation invariants at every sample (slow).
     #[arg(long)]
     pub check: bool,
+    /// Refuse to start when the simulations would need more host memory
+    /// than this (e.g. `8G`, `512M`); the default is the host's available
+    /// memory (`MemAvailable`). The need is estimated from the machine and
+    /// the workload before anything is allocated.
+    #[arg(long, value_name = "SIZE")]
+    pub max_memory: Option<String>,
 }
 
 fn record_machine(m: &Machine, hz: u64) -> reclaimlab_record::Machine {
@@ -251,6 +257,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 args.significance
             )
         })?;
+    let max_memory = args
+        .max_memory
+        .as_deref()
+        .map(|s| reclaimlab_host::parse_size("--max-memory", s))
+        .transpose()?;
     let crate::machine_arg::Resolved { machine, host_toml } =
         crate::machine_arg::resolve(&args.machine)?;
     let mut profiles: Vec<&'static KernelProfile> = Vec::new();
@@ -452,13 +463,29 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             });
         }
     }
-    crate::machine_arg::save_host_profile(host_toml.as_deref(), &out)?;
-    let signals = Signals::install()?;
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
     let items = work_items(&jobs, run_window(cores));
     let threads = cores.min(items.len()).max(1);
+    // Host memory: estimated and checked before anything is allocated or written.
+    let per_job = jobs
+        .iter()
+        .map(|j| crate::sim_memory::job_bytes(&machine, &j.steps))
+        .max()
+        .unwrap_or(0);
+    crate::sim_memory::check(
+        &format!(
+            "--machine {} (machine `{}`: {} MiB, swap {} MiB) with workload {}",
+            args.machine, machine.name, machine.memory_mib, machine.swap_mib, spec_label
+        ),
+        per_job,
+        threads,
+        max_memory,
+        crate::sim_memory::mem_available(),
+    )?;
+    crate::machine_arg::save_host_profile(host_toml.as_deref(), &out)?;
+    let signals = Signals::install()?;
     let (min_s, max_s) = jobs.iter().fold((f64::MAX, 0.0f64), |(lo, hi), j| {
         (lo.min(j.total_s()), hi.max(j.total_s()))
     });

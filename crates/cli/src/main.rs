@@ -29,6 +29,7 @@ mod cmd_report;
 mod cmd_run;
 mod cmd_sim;
 mod machine_arg;
+mod sim_memory;
 mod sim_params;
 mod sim_pool;
 mod sim_steps;

@@ -336,10 +336,19 @@ impl Machine {
         {
             return Ok(m);
         }
-        let text = std::fs::read_to_string(name_or_file).map_err(|_| {
-            let names: Vec<String> = builtin_machines().into_iter().map(|m| m.name).collect();
-            MachineError::Unknown(name_or_file.into(), names.join(", "))
-        })?;
+        let text = match read_text_capped(std::path::Path::new(name_or_file), MAX_TOML_BYTES) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::FileTooLarge => {
+                return Err(MachineError::Parse {
+                    file: name_or_file.into(),
+                    msg: e.to_string(),
+                })
+            }
+            Err(_) => {
+                let names: Vec<String> = builtin_machines().into_iter().map(|m| m.name).collect();
+                return Err(MachineError::Unknown(name_or_file.into(), names.join(", ")));
+            }
+        };
         Machine::from_toml(&text, name_or_file)
     }
 
@@ -390,10 +399,16 @@ impl Machine {
                 self.nodes
             ));
         }
-        if self.memory_mib < 64 || self.memory_mib > 4 * 1024 * 1024 {
+        if self.memory_mib < 64 || self.memory_mib > MAX_MIB {
             return bad(format!(
                 "memory_mib = {} (accepted: 64..=4194304)",
                 self.memory_mib
+            ));
+        }
+        if self.swap_mib > MAX_MIB {
+            return bad(format!(
+                "swap_mib = {} (accepted: 0..={MAX_MIB}, 4 TiB)",
+                self.swap_mib
             ));
         }
         if self.memory_mib / u64::from(self.nodes) < 32 {
@@ -470,6 +485,58 @@ impl Machine {
     pub fn pages(&self) -> u64 {
         self.memory_mib * 256
     }
+
+    /// Host memory (bytes) one simulated boot of this machine reserves
+    /// before any workload runs: the page frame table (`mm/page.rs`, 20
+    /// bytes a page, asserted there), the LRU lists and free lists (a
+    /// `u32` a page each, with the lists' 1.5x growth), the page cache and
+    /// swap cache entries of resident pages (a `u32` each), and the swap
+    /// area's slot map (`mm/swap.rs`: a `u32` and a bit per 4 KiB slot). An
+    /// upper estimate: the simulator asks for these arrays whole (zeroed,
+    /// so untouched parts cost the host nothing until used, but the
+    /// allocation itself fails when the host cannot give it).
+    pub fn host_bytes_estimate(&self) -> u64 {
+        const PER_PAGE: u64 = 20 + 4 * 3 / 2 + 4 + 4 + 4;
+        let pages = self.memory_mib.saturating_mul(256);
+        let slots = self.swap_mib.saturating_mul(256);
+        pages
+            .saturating_mul(PER_PAGE)
+            .saturating_add(slots.saturating_mul(4))
+            .saturating_add(slots / 8)
+    }
+}
+
+/// Largest `memory_mib` and `swap_mib` accepted (4 TiB).
+pub const MAX_MIB: u64 = 4 * 1024 * 1024;
+
+/// Largest machine or workload TOML file read (a spec of 10,000 workers is
+/// under 1 MiB).
+pub const MAX_TOML_BYTES: u64 = 16 << 20;
+
+/// Reads a text file of at most `cap` bytes; a larger one (or an endless
+/// one, `/dev/zero`) is an `io::ErrorKind::FileTooLarge` error whose
+/// message says so, read no further than `cap + 1` bytes.
+pub fn read_text_capped(path: &std::path::Path, cap: u64) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut b = Vec::new();
+    std::fs::File::open(path)?
+        .take(cap + 1)
+        .read_to_end(&mut b)?;
+    if b.len() as u64 > cap {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::FileTooLarge,
+            format!(
+                "larger than {} MiB: not a machine or workload file (they are a few KiB); check the path",
+                cap >> 20
+            ),
+        ));
+    }
+    String::from_utf8(b).map_err(|e| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to()),
+        )
+    })
 }
 
 #[cfg(test)]

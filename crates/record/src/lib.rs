@@ -25,7 +25,8 @@ pub mod writer;
 
 pub use error::{RecordError, Result};
 pub use import::{
-    import_mmtests, import_mmtests_with, import_trace, ImportSummary, LatencyFormat, MmtestsOptions,
+    import_mmtests, import_mmtests_with, import_trace, ImportSummary, LatencyFormat,
+    MmtestsOptions, MAX_LATENCY_SAMPLES,
 };
 pub use meta::{
     Capture, CgroupRecord, Device, Duration, Machine, OomKillRecord, Origin, ReclaimScope, RunMeta,

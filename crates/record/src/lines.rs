@@ -9,13 +9,19 @@
 use std::fs::File;
 use std::io::{self, BufReader, Read};
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 
 use flate2::bufread::MultiGzDecoder;
 
 use crate::error::{RecordError, Result};
 
-/// Longest line accepted (bytes). Longer lines are an error, so a binary file
-/// given by mistake cannot make a reader allocate without bound.
+/// Longest line accepted (bytes, without the newline): the one limit that the
+/// importers, [`crate::RecordWriter`], the record reader and the report's
+/// trace reader all enforce. Longer lines are an error (or, in the report, a
+/// skipped garbled line), so a binary file given by mistake cannot make a
+/// reader allocate without bound. No tracepoint line comes near it (the
+/// kernel's trace buffer pages are 4 KiB).
 pub const MAX_LINE: usize = 1 << 20;
 
 const CHUNK: usize = 256 * 1024;
@@ -63,6 +69,10 @@ impl<R: Read> LineReader<R> {
                 return Some(Ok(&self.buf[s..e]));
             }
             scanned = self.end;
+            if self.end - self.start > MAX_LINE {
+                // Exactly the limit: a line of MAX_LINE bytes passes, one more fails.
+                return Some(Err(io::Error::new(io::ErrorKind::InvalidData, LONG_LINE)));
+            }
             if self.eof {
                 if self.start < self.end {
                     let s = self.start;
@@ -80,10 +90,8 @@ impl<R: Read> LineReader<R> {
                 self.start = 0;
             }
             if self.end == self.buf.len() {
-                if self.buf.len() > MAX_LINE {
-                    return Some(Err(io::Error::new(io::ErrorKind::InvalidData, LONG_LINE)));
-                }
-                let n = self.buf.len() * 2;
+                // Room for the longest line plus its newline, at most.
+                let n = (self.buf.len() * 2).min(MAX_LINE + CHUNK);
                 self.buf.resize(n, 0);
             }
             match self.inner.read(&mut self.buf[self.end..]) {
@@ -110,6 +118,15 @@ pub(crate) fn read_error(path: &Path, line: u64, gz: bool, e: io::Error) -> Reco
             line,
             format!("{LONG_LINE}: not a text file? (a binary trace.dat must first go through `trace-cmd report`)"),
         )
+    } else if gz && e.kind() == io::ErrorKind::InvalidData && e.to_string().starts_with(GZIP_BOMB) {
+        if line == 0 {
+            RecordError::Import {
+                path: path.to_path_buf(),
+                message: e.to_string(),
+            }
+        } else {
+            RecordError::line(path, line, e.to_string())
+        }
     } else if gz {
         RecordError::Gzip {
             path: path.to_path_buf(),
@@ -137,19 +154,117 @@ pub fn is_gzip(path: &Path) -> Result<bool> {
     Ok(got == 2 && magic == [0x1f, 0x8b])
 }
 
+/// Most a gzip input may expand (decompressed bytes per compressed byte) once
+/// it has produced [`GZIP_RATIO_GRACE`] bytes. ftrace text compresses about
+/// 10 times (a simulated stall-heavy trace 11, the report bench's synthetic
+/// one 9); deflate's own limit is about 1030 (a file of zeros), so a "gzip
+/// bomb" is refused after reading at most 1/200 of what it would expand to.
+pub const MAX_GZIP_RATIO: u64 = 200;
+/// Decompressed bytes read before the ratio is checked (small files of
+/// repeated text may compress better than any trace).
+pub const GZIP_RATIO_GRACE: u64 = 64 << 20;
+
+/// How the error of an over-expanding gzip input begins (see [`read_error`]).
+pub const GZIP_BOMB: &str = "decompresses to more than";
+
+/// Counts the bytes read through it into a shared counter.
+struct Counting<R> {
+    inner: R,
+    n: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.n.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// A gzip decoder that fails with `InvalidData` ([`GZIP_BOMB`]) once its
+/// output passes [`GZIP_RATIO_GRACE`] and exceeds [`MAX_GZIP_RATIO`] times
+/// the compressed bytes read.
+pub struct BoundedGz<R: io::BufRead> {
+    inner: MultiGzDecoder<R>,
+    compressed: Arc<AtomicU64>,
+    out: u64,
+}
+
+impl<R: io::BufRead> Read for BoundedGz<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.out += n as u64;
+        if self.out > GZIP_RATIO_GRACE {
+            let c = self.compressed.load(Ordering::Relaxed).max(1);
+            if self.out > c.saturating_mul(MAX_GZIP_RATIO) {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!(
+                        "{GZIP_BOMB} {MAX_GZIP_RATIO} times its compressed size ({} MiB from {} KiB): \
+                         not a trace or log (a \"gzip bomb\"?); ftrace text compresses 8-30 times. \
+                         If it is genuine, give it uncompressed (`zcat FILE > FILE.txt`)",
+                        self.out >> 20,
+                        c >> 10
+                    ),
+                ));
+            }
+        }
+        Ok(n)
+    }
+}
+
+/// A gzip decoder over `r` bounded as [`BoundedGz`] says.
+pub fn gunzip_bounded<R: Read>(r: R) -> BoundedGz<BufReader<impl Read>> {
+    let compressed = Arc::new(AtomicU64::new(0));
+    let counting = Counting {
+        inner: r,
+        n: Arc::clone(&compressed),
+    };
+    BoundedGz {
+        inner: MultiGzDecoder::new(BufReader::with_capacity(1 << 16, counting)),
+        compressed,
+        out: 0,
+    }
+}
+
+/// Reads a whole input (plain or gzip) of at most `cap` bytes (decompressed):
+/// run.json, the CSVs, mmtests' `tests-sysstate`. A larger one is an error
+/// naming the file, the limit and the likely cause, before it can exhaust
+/// memory (an endless file, a wrong path, a bomb). `what` names the file's role.
+pub fn read_capped(path: &Path, cap: u64, what: &str) -> Result<Vec<u8>> {
+    let gz = is_gzip(path)?;
+    let mut r = open_maybe_gz(path)?;
+    let mut raw = Vec::new();
+    (&mut r)
+        .take(cap + 1)
+        .read_to_end(&mut raw)
+        .map_err(|e| read_error(path, 0, gz, e))?;
+    if raw.len() as u64 > cap {
+        return Err(RecordError::Import {
+            path: path.to_path_buf(),
+            message: format!(
+                "larger than {} MiB{}; {what} is never that large: is this the right file? \
+                 (the limit keeps a wrong or endless file from exhausting memory)",
+                cap >> 20,
+                if gz { " decompressed" } else { "" }
+            ),
+        });
+    }
+    Ok(raw)
+}
+
 /// Opens a file for reading, decompressing it (on a helper thread) if it is
-/// gzip (by its magic bytes, not its name).
+/// gzip (by its magic bytes, not its name), bounded by [`MAX_GZIP_RATIO`].
 pub fn open_maybe_gz(path: &Path) -> Result<Box<dyn Read + Send>> {
     let gz = is_gzip(path)?;
     let f = File::open(path).map_err(|e| RecordError::io(path, "opening", e))?;
-    let r = BufReader::with_capacity(CHUNK, f);
     if gz {
         // Inflate on a helper thread while the caller parses.
-        let t = crate::gzthread::GunzipThread::spawn(MultiGzDecoder::new(r))
+        let t = crate::gzthread::GunzipThread::spawn(gunzip_bounded(f))
             .map_err(|e| RecordError::io(path, "starting a reader thread for", e))?;
         Ok(Box::new(t))
     } else {
-        Ok(Box::new(r))
+        Ok(Box::new(BufReader::with_capacity(CHUNK, f)))
     }
 }
 
@@ -194,6 +309,24 @@ mod tests {
     fn long_line_is_an_error() {
         let data = vec![b'x'; MAX_LINE * 3];
         let mut r = LineReader::new(&data[..]);
+        assert!(r.next_line().unwrap().is_err());
+    }
+
+    /// Issue 22: lines of 1–2 MiB used to pass (the buffer doubled past the
+    /// limit before it was checked). The limit is exact now.
+    #[test]
+    fn the_limit_is_exact() {
+        let mut ok = vec![b'y'; MAX_LINE];
+        ok.push(b'\n');
+        ok.extend_from_slice(b"next\n");
+        assert_eq!(collect(&ok).len(), 2);
+        let mut long = vec![b'z'; MAX_LINE * 3 / 2];
+        long.push(b'\n');
+        let mut r = LineReader::new(&long[..]);
+        let e = r.next_line().unwrap().unwrap_err();
+        assert!(e.to_string().contains("1 MiB"), "{e}");
+        // Also when the line does not end at all (a last line of 1.5 MiB).
+        let mut r = LineReader::new(&long[..long.len() - 1]);
         assert!(r.next_line().unwrap().is_err());
     }
 }

@@ -40,8 +40,33 @@ pub struct Record {
     latency: Vec<LatencySample>,
 }
 
-fn read_text(path: &Path, hint: &str) -> Result<String> {
-    match fs::read(path) {
+/// Largest `run.json` read: a simulation of 10,000 workers records 130,000
+/// parameters in about 6 MiB.
+pub const MAX_RUN_JSON: u64 = 64 << 20;
+/// Largest `vmstat.csv` or `latency.csv` read (they are read whole): a day of
+/// one-second vmstat rows is about 170 MiB, and importers stop far below
+/// (`import::MAX_LATENCY_SAMPLES`).
+pub const MAX_CSV: u64 = 512 << 20;
+
+/// Reads a whole file of at most `cap` bytes (see [`MAX_RUN_JSON`], [`MAX_CSV`]).
+fn read_bounded(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut b = Vec::new();
+    fs::File::open(path)?.take(cap + 1).read_to_end(&mut b)?;
+    Ok(b)
+}
+
+fn read_text(path: &Path, cap: u64, hint: &str) -> Result<String> {
+    match read_bounded(path, cap) {
+        Ok(b) if b.len() as u64 > cap => Err(RecordError::line(
+            path,
+            1,
+            format!(
+                "larger than {} MiB, more than any record holds: not this record's file? \
+                 (records are read whole, so the size is limited; re-copy or re-create the record)",
+                cap >> 20
+            ),
+        )),
         Ok(b) => String::from_utf8(b).map_err(|e| {
             // Find the line of the first invalid byte.
             let upto = e.utf8_error().valid_up_to();
@@ -123,6 +148,14 @@ fn parse_vmstat_csv(path: &Path, text: &str) -> Result<Vmstat> {
         let mut values = Vec::with_capacity(counters.len());
         for (k, v) in f.enumerate() {
             match v.parse::<u64>() {
+                Ok(v) if v > crate::vmstat::MAX_COUNTER => {
+                    let name = counters.get(k).map_or("(extra column)", String::as_str);
+                    return Err(RecordError::line(
+                        path,
+                        ln,
+                        format!("value {v} of {name} is above 2^63-1; no /proc/vmstat counter reaches it (a corrupted file? re-create the record)"),
+                    ));
+                }
                 Ok(v) => values.push(v),
                 Err(_) => {
                     let name = counters.get(k).map_or("(extra column)", String::as_str);
@@ -236,6 +269,7 @@ impl Record {
         let p = dir.join(files::RUN_JSON);
         let text = read_text(
             &p,
+            MAX_RUN_JSON,
             "every record has run.json, written last; a record without it is incomplete (an interrupted run?)",
         )?;
         let meta = RunMeta::from_json(&text, &p)?;
@@ -244,6 +278,7 @@ impl Record {
             &p,
             &read_text(
                 &p,
+                MAX_CSV,
                 "every record has vmstat.csv (at least the header `t_s,step`)",
             )?,
         )?;
@@ -252,6 +287,7 @@ impl Record {
             &p,
             &read_text(
                 &p,
+                MAX_CSV,
                 "every record has latency.csv (at least the header `step,metric,t_s,value_us`)",
             )?,
         )?;
@@ -302,9 +338,10 @@ impl Record {
 
     /// Distinct `(metric, step)` series in order of first appearance.
     pub fn latency_series(&self) -> Vec<(String, u32)> {
+        let mut seen = std::collections::HashSet::new();
         let mut out: Vec<(String, u32)> = Vec::new();
         for s in &self.latency {
-            if !out.iter().any(|(m, st)| *st == s.step && *m == s.metric) {
+            if seen.insert((s.metric.as_str(), s.step)) {
                 out.push((s.metric.clone(), s.step));
             }
         }

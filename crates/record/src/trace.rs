@@ -256,7 +256,7 @@ fn parse_ts_ns(b: &[u8]) -> u64 {
     let mut secs: u64 = 0;
     let mut i = 0;
     while i < b.len() && b[i].is_ascii_digit() {
-        secs = secs.wrapping_mul(10).wrapping_add((b[i] - b'0') as u64);
+        secs = secs.saturating_mul(10).saturating_add((b[i] - b'0') as u64);
         i += 1;
     }
     if i == b.len() {
@@ -274,7 +274,9 @@ fn parse_ts_ns(b: &[u8]) -> u64 {
         frac *= 10;
         digits += 1;
     }
-    secs.wrapping_mul(1_000_000_000).wrapping_add(frac)
+    // Saturating: an absurd timestamp (over 584 years) pins at the maximum
+    // instead of wrapping to a small one that would reorder the trace.
+    secs.saturating_mul(1_000_000_000).saturating_add(frac)
 }
 
 #[inline]

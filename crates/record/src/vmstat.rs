@@ -50,6 +50,11 @@ pub fn is_event_counter(name: &str) -> bool {
     name != "workingset_nodes"
 }
 
+/// Largest counter value accepted (`i64::MAX`): deltas are signed, and no
+/// kernel counter gets near it, so a larger value is corruption, refused
+/// rather than wrapped into a negative figure.
+pub const MAX_COUNTER: u64 = i64::MAX as u64;
+
 /// Parses one `name value` line of `/proc/vmstat`. Blank lines give `Ok(None)`.
 ///
 /// Values are non-negative integers; a negative value (some per-cpu-drifted
@@ -82,6 +87,10 @@ pub fn parse_vmstat_line(line: &str) -> std::result::Result<Option<(&str, u64)>,
         value.parse::<u64>()
     };
     match v {
+        Ok(v) if v > MAX_COUNTER => Err(format!(
+            "value {value} of {name:?} is above 2^63-1; no /proc/vmstat counter reaches it \
+             (a corrupted file? re-capture it)"
+        )),
         Ok(v) => Ok(Some((name, v))),
         Err(_) => Err(format!(
             "value {value:?} of {name:?} is not an integer (a /proc/vmstat line is `NAME INTEGER`)"
@@ -153,17 +162,17 @@ impl Vmstat {
         let first = *self.rows.first()?.values.get(i)?;
         let last = *self.rows.last()?.values.get(i)?;
         if restart_rows.is_empty() || !is_event_counter(&self.counters[i]) {
-            return Some(last as i64 - first as i64);
+            return Some(last as i64 - first as i64); // both <= MAX_COUNTER
         }
         let mut total: i64 = 0;
         let mut prev = first;
         for (r, row) in self.rows.iter().enumerate().skip(1) {
             let v = *row.values.get(i)?;
-            total += if restart_rows.binary_search(&r).is_ok() {
+            total = total.saturating_add(if restart_rows.binary_search(&r).is_ok() {
                 v as i64
             } else {
                 v as i64 - prev as i64
-            };
+            });
             prev = v;
         }
         Some(total)

@@ -384,6 +384,13 @@ impl RecordWriter {
         if memchr::memchr(b'\n', line.as_bytes()).is_some() {
             return Err(self.usage("trace_line given text with an embedded newline"));
         }
+        if line.len() > crate::lines::MAX_LINE {
+            return Err(self.usage(format!(
+                "trace_line given a line of {} bytes; every reader refuses lines longer than {} bytes (lines::MAX_LINE)",
+                line.len(),
+                crate::lines::MAX_LINE
+            )));
+        }
         let enc = self.trace_encoder()?;
         let r = enc
             .write_all(line.as_bytes())

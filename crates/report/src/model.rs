@@ -6,7 +6,7 @@
 //! Maps are ordered (BTreeMap, or step order via [`OrderedMap`]) so the same
 //! input always gives the same bytes.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde::ser::SerializeMap;
 use serde::{Serialize, Serializer};
@@ -50,14 +50,47 @@ pub struct Options {
 }
 
 /// A map serialised in insertion order (used for step order: `mmap-4` before
-/// `mmap-12`).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct OrderedMap<V>(pub Vec<(String, V)>);
+/// `mmap-12`). Lookups go through a key index built on the first one, so a
+/// record with many latency metrics (a hostile `latency.csv` may have a
+/// different one on every row) costs linear time in the tables, not
+/// quadratic. Build it with [`OrderedMap::new`].
+#[derive(Clone, Debug, Default)]
+pub struct OrderedMap<V>(pub Vec<(String, V)>, KeyIndex);
+
+/// The position of each key of an [`OrderedMap`] (the first, if repeated),
+/// built on the first lookup, with the length it was built at: entries added
+/// later make lookups fall back to a search.
+#[derive(Clone, Debug, Default)]
+pub struct KeyIndex(std::sync::OnceLock<(usize, HashMap<String, usize>)>);
+
+impl<V: PartialEq> PartialEq for OrderedMap<V> {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
 
 impl<V> OrderedMap<V> {
+    /// A map of `entries`, in their order.
+    pub fn new(entries: Vec<(String, V)>) -> Self {
+        OrderedMap(entries, KeyIndex::default())
+    }
+
     /// The value for a key.
     pub fn get(&self, key: &str) -> Option<&V> {
-        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+        if self.0.len() <= 16 {
+            return self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v);
+        }
+        let (len, index) = self.1 .0.get_or_init(|| {
+            let mut m = HashMap::with_capacity(self.0.len());
+            for (i, (k, _)) in self.0.iter().enumerate() {
+                m.entry(k.clone()).or_insert(i);
+            }
+            (self.0.len(), m)
+        });
+        if *len != self.0.len() {
+            return self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v);
+        }
+        index.get(key).and_then(|&i| self.0.get(i)).map(|(_, v)| v)
     }
 }
 
@@ -261,10 +294,24 @@ pub struct Difference {
 /// sorted), and how many settings only some of the runs record (a real run
 /// and a simulated one share few parameters: those are counted, not listed).
 fn differences(runs: &[RunInput]) -> (Vec<Difference>, u64) {
+    // Linear in the number of settings (a spec of 10,000 workers records
+    // 130,000): an index per run, and a set for the names seen. The first
+    // entry of a name wins, as a search from the front would find it.
+    let index: Vec<HashMap<&str, &str>> = runs
+        .iter()
+        .map(|r| {
+            let mut m = HashMap::with_capacity(r.meta.settings.len());
+            for (k, v) in &r.meta.settings {
+                m.entry(k.as_str()).or_insert(v.as_str());
+            }
+            m
+        })
+        .collect();
+    let mut seen: HashSet<&str> = HashSet::new();
     let mut names: Vec<&str> = Vec::new();
     for r in runs {
         for (k, _) in &r.meta.settings {
-            if !names.contains(&k.as_str()) {
+            if seen.insert(k.as_str()) {
                 names.push(k);
             }
         }
@@ -272,18 +319,12 @@ fn differences(runs: &[RunInput]) -> (Vec<Difference>, u64) {
     let mut partial = 0;
     let mut out = Vec::new();
     for name in names {
-        let values: Option<Vec<String>> = runs
-            .iter()
-            .map(|r| {
-                let s = r.meta.settings.iter().find(|(k, _)| k == name);
-                s.map(|(_, v)| v.clone())
-            })
-            .collect();
+        let values: Option<Vec<&str>> = index.iter().map(|m| m.get(name).copied()).collect();
         match values {
             None => partial += 1,
             Some(values) if values.iter().any(|v| *v != values[0]) => out.push(Difference {
                 name: name.to_string(),
-                values,
+                values: values.into_iter().map(str::to_string).collect(),
             }),
             Some(_) => {}
         }
@@ -414,7 +455,7 @@ pub fn build_report(runs: &[RunInput], opts: Options) -> Report {
             task_cpu: run.meta.task_cpu.clone(),
             ops,
             vmstat_delta: run.vmstat_delta.clone(),
-            latency: OrderedMap(latency),
+            latency: OrderedMap::new(latency),
             stalls: run.stalls.counts.clone(),
             stall_summary: run.stalls.summary.clone(),
             ftrace_stalls: Vec::new(),
@@ -446,11 +487,17 @@ pub fn build_report(runs: &[RunInput], opts: Options) -> Report {
     }
     let mut compared = Vec::new();
     let mut excluded = Vec::new();
+    // Sets, so that many operations (a latency.csv may name a new metric on
+    // every row) cost linear time.
+    let op_sets: Vec<HashSet<&str>> = ops_per_run
+        .iter()
+        .map(|labels| labels.iter().map(String::as_str).collect())
+        .collect();
     for l in order.values() {
         let present: Vec<String> = out_runs
             .iter()
-            .zip(&ops_per_run)
-            .filter(|(_, labels)| labels.contains(l))
+            .zip(&op_sets)
+            .filter(|(_, labels)| labels.contains(l.as_str()))
             .map(|(r, _)| r.name.clone())
             .collect();
         if present.len() == out_runs.len() {
@@ -481,10 +528,11 @@ pub fn build_report(runs: &[RunInput], opts: Options) -> Report {
     // Sort the order of compared labels by (metric, step) — already so.
 
     // Comparison against the baseline.
+    let compared_set: HashSet<&str> = compared.iter().map(String::as_str).collect();
     if let Some((base, rest)) = out_runs.split_first_mut() {
         for r in rest.iter_mut() {
             for (l, lr) in r.latency.0.iter_mut() {
-                if !compared.contains(l) {
+                if !compared_set.contains(l.as_str()) {
                     continue;
                 }
                 let Some(b) = base.latency.get(l) else {

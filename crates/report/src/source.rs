@@ -17,10 +17,10 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use std::fs::File;
-use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::io::{Read, Seek, SeekFrom};
 use std::sync::mpsc;
 
-use flate2::read::MultiGzDecoder;
+use reclaimlab_record::lines::{gunzip_bounded, GZIP_BOMB};
 use reclaimlab_record::{parse_trace_line, ParseError, Record, RecordError};
 
 use crate::input::{LatencySample, RunInput, RunMeta, TaskUse, TraceStatus, VmstatPoint};
@@ -226,9 +226,19 @@ fn point(t_s: f64, cols: &[String], row: &[u64]) -> VmstatPoint {
 /// Chunk size handed from the decompressing thread to the parsing thread.
 const CHUNK: usize = 1 << 20;
 
-/// A "line" longer than this (no newline in 16 MiB: not a text trace) is
-/// handed on as it is and reported as garbled, so memory stays bounded.
-const MAX_LINE: usize = 16 << 20;
+/// The longest trace line read (the record crate's limit, which the importers
+/// and the record writer enforce too). A longer "line" (no newline within it:
+/// not a text trace) is skipped to its end and reported as garbled, so memory
+/// stays bounded and reading always moves on.
+pub const MAX_LINE: usize = reclaimlab_record::lines::MAX_LINE;
+
+/// What the decompressing thread hands on.
+enum Piece {
+    /// Complete lines (the last may lack its newline at the end of the file).
+    Lines(Vec<u8>),
+    /// A line longer than [`MAX_LINE`], skipped.
+    LongLine,
+}
 
 /// Streams a trace file (gzip or plain, by magic bytes) into the aggregators
 /// (stall histograms and ftrace stall monitors), in one pass.
@@ -238,9 +248,11 @@ const MAX_LINE: usize = 16 << 20;
 /// memory stays bounded and gunzip overlaps parsing on a second core. Lines are
 /// parsed by `reclaimlab_record::parse_trace_line`, with `TraceLines`'
 /// semantics: comments, blank and header lines skipped, `[LOST N EVENTS]`
-/// counted, a garbled line skipped, counted and its `file:line` kept (the
-/// first few); a stream that ends early or is corrupt stops reading there and
-/// is reported as truncated.
+/// counted, a garbled line (or one longer than [`MAX_LINE`]) skipped, counted
+/// and its `file:line` kept (the first few); a stream that ends early or is
+/// corrupt stops reading there and is reported as truncated. A gzip stream
+/// that expands more than `lines::MAX_GZIP_RATIO` times (a gzip bomb) is an
+/// error.
 pub fn read_trace_file(
     path: &Path,
     agg: &mut StallAggregator,
@@ -257,7 +269,7 @@ pub fn read_trace_file(
     f.seek(SeekFrom::Start(0))
         .map_err(|e| err(path, None, format!("cannot read: {e}")))?;
     let reader: Box<dyn Read + Send> = if gz {
-        Box::new(MultiGzDecoder::new(BufReader::with_capacity(1 << 16, f)))
+        Box::new(gunzip_bounded(f))
     } else {
         Box::new(f)
     };
@@ -266,12 +278,26 @@ pub fn read_trace_file(
         file: file.clone(),
         ..TraceStatus::default()
     };
-    let (tx, rx) = mpsc::sync_channel::<std::io::Result<Vec<u8>>>(4);
+    let mut bomb = None;
+    let (tx, rx) = mpsc::sync_channel::<std::io::Result<Piece>>(4);
     std::thread::scope(|s| {
         s.spawn(move || produce_chunks(reader, tx));
         for msg in rx {
             match msg {
-                Ok(chunk) => consume_chunk(&chunk, &file, &mut st, agg, mon),
+                Ok(Piece::Lines(chunk)) => consume_chunk(&chunk, &file, &mut st, agg, mon),
+                Ok(Piece::LongLine) => {
+                    st.lines += 1;
+                    let at = format!(
+                        "{file}:{}: a line longer than {} MiB (no ftrace line is); skipped to its end",
+                        st.lines,
+                        MAX_LINE >> 20
+                    );
+                    bad(&mut st, at);
+                }
+                Err(e) if e.to_string().starts_with(GZIP_BOMB) => {
+                    bomb = Some(err(path, Some(st.lines + 1), e.to_string()));
+                    break;
+                }
                 Err(e) => {
                     st.truncated = Some(format!(
                         "{file}:{}: the gzip stream is truncated or corrupt after {} complete lines ({e}); stalls are counted up to there (`gzip -t` checks the file)",
@@ -283,60 +309,129 @@ pub fn read_trace_file(
             }
         }
     });
-    Ok(st)
+    match bomb {
+        Some(e) => Err(e),
+        None => Ok(st),
+    }
 }
 
-fn produce_chunks(
-    mut reader: Box<dyn Read + Send>,
-    tx: mpsc::SyncSender<std::io::Result<Vec<u8>>>,
-) {
+/// Reads into `buf` up to `want` more bytes (fewer at the end of the input).
+/// `Ok(true)` at the end of the input.
+fn fill(reader: &mut dyn Read, buf: &mut Vec<u8>, want: usize) -> std::io::Result<bool> {
+    let start = buf.len();
+    buf.resize(start + want, 0);
+    loop {
+        match reader.read(&mut buf[start..]) {
+            Ok(0) => {
+                buf.truncate(start);
+                return Ok(true);
+            }
+            Ok(n) => {
+                buf.truncate(start + n);
+                return Ok(false);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                buf.truncate(start);
+                return Err(e);
+            }
+        }
+    }
+}
+
+/// The decompressing thread: cuts the stream into pieces of whole lines.
+/// Every buffer starts at a line's start; a line with no newline within
+/// [`MAX_LINE`] bytes is dropped up to its newline (read and discarded in
+/// 64 KiB pieces) and handed on as [`Piece::LongLine`]. So memory stays
+/// under about `CHUNK + MAX_LINE` and every pass makes progress, whatever
+/// the input.
+fn produce_chunks(mut reader: Box<dyn Read + Send>, tx: mpsc::SyncSender<std::io::Result<Piece>>) {
     let mut carry: Vec<u8> = Vec::new();
     loop {
-        let mut buf = Vec::with_capacity(CHUNK + carry.len() + 4096);
+        let mut buf = Vec::with_capacity(CHUNK.max(carry.len()) + READ);
         buf.append(&mut carry);
-        let mut eof = false;
-        while buf.len() < CHUNK {
-            let start = buf.len();
-            buf.resize(start + 64 * 1024, 0);
-            match reader.read(&mut buf[start..]) {
-                Ok(0) => {
-                    buf.truncate(start);
-                    eof = true;
-                    break;
-                }
-                Ok(n) => buf.truncate(start + n),
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => buf.truncate(start),
-                Err(e) => {
-                    buf.truncate(start);
-                    // Complete lines before the error still count.
-                    if let Some(nl) = memchr::memrchr(b'\n', &buf) {
-                        buf.truncate(nl + 1);
-                        if tx.send(Ok(buf)).is_err() {
-                            return;
-                        }
-                    }
+        let mut seen_nl = false;
+        let mut scanned = 0;
+        // Fill to CHUNK, then on until a newline or past MAX_LINE.
+        let end = loop {
+            seen_nl = seen_nl || memchr::memchr(b'\n', &buf[scanned..]).is_some();
+            scanned = buf.len();
+            if buf.len() >= CHUNK && (seen_nl || buf.len() > MAX_LINE) {
+                break None;
+            }
+            match fill(&mut *reader, &mut buf, READ) {
+                Ok(false) => {}
+                Ok(true) => break Some(None),
+                Err(e) => break Some(Some(e)),
+            }
+        };
+        if let Some(failed) = end {
+            // Complete lines before an error still count; at the end of the
+            // input the last line may lack its newline.
+            if failed.is_some() {
+                let keep = memchr::memrchr(b'\n', &buf).map_or(0, |nl| nl + 1);
+                buf.truncate(keep);
+            }
+            if send_lines(buf, &tx) {
+                if let Some(e) = failed {
                     let _ = tx.send(Err(e));
+                }
+            }
+            return;
+        }
+        let first = memchr::memchr(b'\n', &buf);
+        match first {
+            Some(f) if f <= MAX_LINE => {
+                let nl = memchr::memrchr(b'\n', &buf).unwrap_or(f);
+                carry = buf.split_off(nl + 1);
+                if tx.send(Ok(Piece::Lines(buf))).is_err() {
                     return;
                 }
             }
-        }
-        if eof {
-            if !buf.is_empty() && tx.send(Ok(buf)).is_err() {
-                return;
+            _ => {
+                if tx.send(Ok(Piece::LongLine)).is_err() {
+                    return;
+                }
+                // Drop the rest of the over-long line.
+                carry = match first {
+                    Some(f) => buf.split_off(f + 1),
+                    None => loop {
+                        buf.clear();
+                        match fill(&mut *reader, &mut buf, READ) {
+                            Ok(false) => {}
+                            Ok(true) => return,
+                            Err(e) => {
+                                let _ = tx.send(Err(e));
+                                return;
+                            }
+                        }
+                        if let Some(nl) = memchr::memchr(b'\n', &buf) {
+                            break buf.split_off(nl + 1);
+                        }
+                    },
+                };
             }
-            return;
-        }
-        if let Some(nl) = memchr::memrchr(b'\n', &buf) {
-            carry = buf.split_off(nl + 1);
-        } else if buf.len() < MAX_LINE {
-            // One very long line: keep reading until it ends.
-            carry = buf;
-            continue;
-        }
-        if tx.send(Ok(buf)).is_err() {
-            return;
         }
     }
+}
+
+/// Bytes asked of the reader at a time.
+const READ: usize = 64 * 1024;
+
+/// Sends the last lines of the input, an over-long one as [`Piece::LongLine`].
+/// False if the receiver has gone.
+fn send_lines(mut buf: Vec<u8>, tx: &mpsc::SyncSender<std::io::Result<Piece>>) -> bool {
+    while !buf.is_empty() {
+        let first = memchr::memchr(b'\n', &buf).unwrap_or(buf.len());
+        if first <= MAX_LINE {
+            return tx.send(Ok(Piece::Lines(buf))).is_ok();
+        }
+        if tx.send(Ok(Piece::LongLine)).is_err() {
+            return false;
+        }
+        buf = buf.split_off((first + 1).min(buf.len()));
+    }
+    true
 }
 
 fn consume_chunk(

@@ -421,7 +421,11 @@ pub fn uniq_c_histogram(counts: &[StallCount], event: &str, who: &str) -> String
     rows.sort();
     let mut out = String::new();
     for (n, text) in rows {
-        out.push_str(&format!("{n:>7} {text}\n"));
+        // A reason of any length from a trace: cut as a text cell is.
+        out.push_str(&format!(
+            "{n:>7} {}\n",
+            crate::format::text::fit_to(&text, 2 * crate::format::text::MAX_CELL)
+        ));
     }
     out
 }

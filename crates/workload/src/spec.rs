@@ -241,6 +241,11 @@ pub enum SpecError {
     },
 }
 
+/// Most files one worker entry may have.
+pub const MAX_FILES: u32 = 65_536;
+/// Most pages an mmap-latency worker maps (4 TiB).
+pub const MAX_PAGES: u32 = 1 << 30;
+
 /// The built-in workloads that are plain specs: (name, description, TOML).
 pub const BUILTIN: &[(&str, &str, &str)] = &[
     (
@@ -339,7 +344,11 @@ impl Spec {
 
     /// Reads and checks a spec file.
     pub fn load(path: &str) -> Result<Spec, SpecError> {
-        let text = std::fs::read_to_string(path).map_err(|err| SpecError::Io {
+        let text = reclaimlab_kernel::machine::read_text_capped(
+            std::path::Path::new(path),
+            reclaimlab_kernel::machine::MAX_TOML_BYTES,
+        )
+        .map_err(|err| SpecError::Io {
             file: path.into(),
             err,
         })?;
@@ -416,7 +425,10 @@ impl Spec {
                     if w.file_mib == 0 || w.files == 0 {
                         return bad("files and file_mib must be > 0".into());
                     }
-                    if w.block_kib < 4 || w.block_kib % 4 != 0 || w.block_kib > w.file_mib * 1024 {
+                    if w.block_kib < 4
+                        || w.block_kib % 4 != 0
+                        || w.block_kib > w.file_mib.saturating_mul(1024)
+                    {
                         return bad(format!(
                             "block_kib = {} (accepted: a multiple of 4, at most the file size)",
                             w.block_kib
@@ -453,6 +465,37 @@ impl Spec {
                 return bad(format!(
                     "file_mib = {} (accepted: at most 4194304, 4 TiB)",
                     w.file_mib
+                ));
+            }
+            // Upper bounds, so that sizes multiply without overflow and no
+            // value asks the simulator for more than a machine can hold (the
+            // largest machine is 4 TiB); `sim` then checks the whole against
+            // the host's memory.
+            if w.size_mib > 4 << 20 {
+                return bad(format!(
+                    "size_mib = {} (accepted: 1..=4194304, 4 TiB)",
+                    w.size_mib
+                ));
+            }
+            if w.files > MAX_FILES {
+                return bad(format!("files = {} (accepted: 1..={MAX_FILES})", w.files));
+            }
+            if u64::from(w.files) * w.file_mib > 64 << 20 {
+                return bad(format!(
+                    "files x file_mib = {} MiB (accepted: at most 67108864, 64 TiB per worker)",
+                    u64::from(w.files) * w.file_mib
+                ));
+            }
+            if w.pages > MAX_PAGES {
+                return bad(format!(
+                    "pages = {} (accepted: 1..={MAX_PAGES}, 4 TiB of 4 KiB pages)",
+                    w.pages
+                ));
+            }
+            if w.block_kib > 1 << 20 {
+                return bad(format!(
+                    "block_kib = {} (accepted: at most 1048576, 1 GiB)",
+                    w.block_kib
                 ));
             }
         }

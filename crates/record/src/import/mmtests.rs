@@ -53,6 +53,15 @@ pub struct MmtestsOptions {
 /// The 5 ms sleep of each mmap-latency loop, µs.
 pub const MMAP_LATENCY_SLEEP_US: f64 = 5000.0;
 
+/// Most latency samples an mmtests import writes (the counts of all
+/// mmap-latency logs added up). Each sample is one loop of at least the
+/// 5 ms sleep, so 4 million are 5.5 hours of one step after another, far
+/// beyond any stutterp run (a few thousand to tens of thousands); a larger
+/// count is corruption, refused before anything is written. It also keeps
+/// `latency.csv` (about 25 bytes a sample) well under the reader's
+/// `reader::MAX_CSV`.
+pub const MAX_LATENCY_SAMPLES: u64 = 4_000_000;
+
 /// Imports an mmtests results directory with default options (format detected).
 pub fn import_mmtests(dir: &Path, out: &Path) -> Result<ImportSummary> {
     import_mmtests_with(dir, out, &MmtestsOptions::default())
@@ -246,6 +255,8 @@ pub(super) struct LatencyLog {
 
 pub(super) fn read_latency_logs(logs: &Path) -> Result<Vec<LatencyLog>> {
     let mut out: Vec<LatencyLog> = Vec::new();
+    // Samples of all logs so far (checked against MAX_LATENCY_SAMPLES).
+    let mut total: u64 = 0;
     for (name, path) in list_dir(logs)? {
         let Some(rest) = name.strip_prefix("mmap-latency-") else {
             continue;
@@ -292,6 +303,21 @@ pub(super) fn read_latency_logs(logs: &Path) -> Result<Vec<LatencyLog>> {
                     ),
                 ));
             };
+            match total.checked_add(e.0) {
+                Some(t) if t <= MAX_LATENCY_SAMPLES => total = t,
+                _ => {
+                    return Err(RecordError::line(
+                        &path,
+                        ln,
+                        format!(
+                            "count {} brings the mmap-latency logs to more than {MAX_LATENCY_SAMPLES} \
+                             samples (each is one loop of at least 5 ms: over 5.5 hours); a stutterp \
+                             log counts thousands. The log is corrupt: fix or delete the line",
+                            e.0
+                        ),
+                    ))
+                }
+            }
             entries.push(e);
         }
         out.push(LatencyLog {
@@ -391,7 +417,19 @@ pub fn import_mmtests_with(dir: &Path, out: &Path, opts: &MmtestsOptions) -> Res
         meta.params
             .insert("import.latency_format".into(), format.as_str().into());
     }
-    meta.machine.memory_bytes = st.mem_total_kb.unwrap_or(0) * 1024;
+    meta.machine.memory_bytes = match st.mem_total_kb.unwrap_or(0).checked_mul(1024) {
+        Some(b) => b,
+        None => {
+            return Err(RecordError::Import {
+                path: iter.join("tests-sysstate"),
+                message: format!(
+                    "MemTotal: {} kB is more bytes than 2^64; /proc/meminfo never says so: \
+                     the file is corrupt (fix the MemTotal line of its meminfo block)",
+                    st.mem_total_kb.unwrap_or(0)
+                ),
+            })
+        }
+    };
     meta.machine.cpus = st.cpus.unwrap_or(0);
     meta.machine.nodes = st.nodes.unwrap_or(0);
     meta.machine.hz = read_kconfig_hz(iter);

@@ -30,7 +30,9 @@ mod trace;
 
 use std::path::PathBuf;
 
-pub use mmtests::{import_mmtests, import_mmtests_with, LatencyFormat, MmtestsOptions};
+pub use mmtests::{
+    import_mmtests, import_mmtests_with, LatencyFormat, MmtestsOptions, MAX_LATENCY_SAMPLES,
+};
 pub use trace::import_trace;
 
 /// How many garbled lines are listed by number in the notes.

@@ -6,10 +6,15 @@ use std::fs;
 use std::path::Path;
 
 use crate::error::{RecordError, Result};
-use crate::lines::{is_gzip, open_maybe_gz, read_error, LineReader};
+use crate::lines::{open_maybe_gz, read_capped, LineReader};
 use crate::vmstat::{parse_vmstat_line, VmstatSnapshot};
 
 use super::mmtests::list_dir;
+
+/// Largest `tests-sysstate` read (decompressed): its snapshots of
+/// `/proc/vmstat`, `meminfo`, `zoneinfo` and `schedstat` come to a few MiB
+/// even on machines with hundreds of CPUs.
+pub(super) const MAX_SYSSTATE: u64 = 256 << 20;
 
 /// The parts of `tests-sysstate`/`tests-timestamp` the importer uses.
 #[derive(Default)]
@@ -26,10 +31,11 @@ pub(super) struct SysState {
 }
 
 pub(super) fn parse_sysstate(path: &Path, test: &str, st: &mut SysState) -> Result<()> {
-    let mut raw = Vec::new();
-    let gz = is_gzip(path)?;
-    std::io::Read::read_to_end(&mut open_maybe_gz(path)?, &mut raw)
-        .map_err(|e| read_error(path, 0, gz, e))?;
+    let raw = read_capped(
+        path,
+        MAX_SYSSTATE,
+        "mmtests' tests-sysstate (vmstat, meminfo, zoneinfo snapshots)",
+    )?;
     let text = String::from_utf8_lossy(&raw);
     #[derive(PartialEq)]
     enum Block {

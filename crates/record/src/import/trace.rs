@@ -1,6 +1,6 @@
 //! ftrace text (plain or gzip, tracefs or `trace-cmd report`) into a record.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::path::Path;
 
 use crate::error::{RecordError, Result};
@@ -11,6 +11,10 @@ use crate::writer::RecordWriter;
 
 use super::*;
 
+/// Distinct event names listed in `run.json` at most (the kernel has a few
+/// hundred tracepoints; more names are garbage, and would bloat run.json).
+const MAX_EVENT_NAMES: usize = 4096;
+
 /// State of copying one ftrace text stream into a record.
 #[derive(Default)]
 pub(super) struct TraceCopy {
@@ -20,7 +24,7 @@ pub(super) struct TraceCopy {
     pub(super) lost: u64,
     pub(super) first_ns: Option<u64>,
     pub(super) last_ns: u64,
-    pub(super) events: Vec<String>,
+    pub(super) events: HashSet<String>,
     pub(super) garbled: Vec<(u64, String)>,
 }
 
@@ -51,8 +55,10 @@ impl TraceCopy {
                     }
                     st.last_ns = st.last_ns.max(ts);
                     let ev = tl.event();
-                    if !st.events.iter().any(|e| e == ev) {
-                        st.events.push(ev.to_string());
+                    // A set, not a list search: a hostile trace may carry a
+                    // new event name on every line (quadratic otherwise).
+                    if !st.events.contains(ev) && st.events.len() < MAX_EVENT_NAMES {
+                        st.events.insert(ev.to_string());
                     }
                     w.trace_line(tl.raw())?;
                     st.written += 1;

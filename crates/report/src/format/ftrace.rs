@@ -14,7 +14,7 @@
 use std::fmt::Write as _;
 
 use super::html::esc;
-use super::text::{column_widths, fix_zero, header, num, COMPARE, FIELD};
+use super::text::{chars, column_widths, fit, fix_zero, header, num, COMPARE, FIELD};
 use crate::model::Report;
 use crate::monitor::FtraceTable;
 
@@ -71,12 +71,12 @@ pub(super) fn ftrace_section(out: &mut String, report: &Report) {
             .fold(FIELD, usize::max);
         let widths = column_widths(longest + COMPARE + 4, &names);
         let stats = row_names(report, ti);
-        let stat_w = stats.iter().map(|s| s.len()).max().unwrap_or(0);
+        let stat_w = stats.iter().map(|s| chars(s)).max().unwrap_or(0);
         let op = t.operation.as_str();
         let _ = writeln!(out, "\n{} ({})", t.table, t.unit);
         header(out, stat_w + 1 + op.len(), &widths, &names);
         for stat in &stats {
-            let mut line = format!("{stat:<stat_w$} {op}");
+            let mut line = format!("{:<stat_w$} {op}", fit(stat));
             for (ri, (run, &width)) in report.runs.iter().zip(&widths).enumerate() {
                 let Some(rt) = run.ftrace_stalls.get(ti) else {
                     let _ = write!(line, "{:>width$}", "");

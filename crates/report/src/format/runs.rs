@@ -9,6 +9,7 @@
 
 use std::fmt::Write as _;
 
+use super::text::{chars, fit};
 use crate::model::{Report, RunReport};
 
 /// More runs than this and the text report adds the table of runs.
@@ -92,7 +93,7 @@ pub fn runs_table(out: &mut String, report: &Report) {
     let name_w = report
         .runs
         .iter()
-        .map(|r| r.name.chars().count())
+        .map(|r| chars(&r.name))
         .chain(["run".len()])
         .max()
         .unwrap_or(0);
@@ -102,8 +103,8 @@ pub fn runs_table(out: &mut String, report: &Report) {
         .map(|(i, (h, _))| {
             cells
                 .iter()
-                .map(|row| row[i].chars().count())
-                .chain([h.chars().count()])
+                .map(|row| chars(&row[i]))
+                .chain([chars(h)])
                 .max()
                 .unwrap_or(0)
         })
@@ -115,14 +116,14 @@ pub fn runs_table(out: &mut String, report: &Report) {
     );
     let mut line = format!("{:<name_w$}", "run");
     for ((h, _), w) in cols.iter().zip(&widths) {
-        let _ = write!(line, "  {h:>w$}");
+        let _ = write!(line, "  {:>w$}", fit(h));
     }
     out.push_str(line.trim_end());
     out.push('\n');
     for (r, row) in report.runs.iter().zip(&cells) {
-        let mut line = format!("{:<name_w$}", r.name);
+        let mut line = format!("{:<name_w$}", fit(&r.name));
         for (c, w) in row.iter().zip(&widths) {
-            let _ = write!(line, "  {c:>w$}");
+            let _ = write!(line, "  {:>w$}", fit(c));
         }
         out.push_str(&line);
         out.push('\n');

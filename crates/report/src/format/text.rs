@@ -83,9 +83,33 @@ pub(super) fn num(x: f64, width: usize, prec: usize) -> String {
     }
 }
 
-/// Display width of a header cell (what `{:>w$}` pads by).
-fn chars(s: &str) -> usize {
-    s.chars().count()
+/// Widest text cell, in characters: a run name, metric, event, reason,
+/// setting or value longer than this is cut to it, ending in `…`. Text
+/// comes from records and traces that anyone may have written; without a
+/// cap one 70,000-character `reason=` would make a column that wide (and
+/// `format!` panics on widths over 65,535). Sweep run names (45+
+/// characters) fit whole.
+pub(crate) const MAX_CELL: usize = 100;
+
+/// A cell's text cut to [`MAX_CELL`] characters (the last one `…`).
+pub(crate) fn fit(s: &str) -> std::borrow::Cow<'_, str> {
+    fit_to(s, MAX_CELL)
+}
+
+/// `s` cut to `max` characters (the last one `…`), borrowed when it fits.
+pub(crate) fn fit_to(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    match s.char_indices().nth(max) {
+        None => std::borrow::Cow::Borrowed(s),
+        Some(_) => {
+            let cut = s.char_indices().nth(max - 1).map_or(s.len(), |(i, _)| i);
+            std::borrow::Cow::Owned(format!("{}…", &s[..cut]))
+        }
+    }
+}
+
+/// Display width of a cell once cut by [`fit`] (what `{:>w$}` pads by).
+pub(crate) fn chars(s: &str) -> usize {
+    s.chars().take(MAX_CELL + 1).count().min(MAX_CELL)
 }
 
 /// The width of a column of labels: the longest, and at least 24.
@@ -121,7 +145,7 @@ pub(super) fn header(out: &mut String, first_width: usize, widths: &[usize], nam
             let cell = if row == 0 { a } else { b };
             // A separating space, then right-aligned to the column's end
             // (`column_widths` leaves room for the space).
-            let _ = write!(line, " {cell:>w$}", w = width - 1);
+            let _ = write!(line, " {:>w$}", fit(cell), w = width - 1);
         }
         out.push_str(line.trim_end());
         out.push('\n');
@@ -152,14 +176,14 @@ fn latency_table(out: &mut String, report: &Report) {
         return;
     }
     let stat_w = STATS.iter().map(|s| s.len()).max().unwrap_or(0);
-    let op_w = ops.iter().map(|s| s.len()).max().unwrap_or(0);
+    let op_w = ops.iter().map(|s| chars(s)).max().unwrap_or(0);
     let names: Vec<&str> = report.runs.iter().map(|r| r.name.as_str()).collect();
     // A column is the value then ` (%7.2f%%)`; widening goes to the value.
     let widths = column_widths(FIELD + COMPARE + 4, &names);
     header(out, stat_w + 1 + op_w, &widths, &names);
     for (si, stat) in STATS.iter().enumerate() {
         for op in ops {
-            let mut line = format!("{stat:<stat_w$} {op:<op_w$}");
+            let mut line = format!("{stat:<stat_w$} {:<op_w$}", fit(op));
             for (ri, (run, &width)) in report.runs.iter().zip(&widths).enumerate() {
                 let Some(l) = run.latency.get(op) else {
                     let _ = write!(line, "{:>width$}", "");
@@ -201,14 +225,14 @@ fn plain_table(
 ) {
     let op_w = rows
         .iter()
-        .map(|(l, _)| l.len())
+        .map(|(l, _)| chars(l))
         .max()
         .unwrap_or(0)
         .max(min_name);
     let widths = column_widths(width, names);
     header(out, prefix.len() + 1 + op_w, &widths, names);
     for (l, vals) in rows {
-        let mut line = format!("{prefix} {l:<op_w$}");
+        let mut line = format!("{prefix} {:<op_w$}", fit(l));
         for (v, &w) in vals.iter().zip(&widths) {
             line.push_str(&num(*v, w, 2));
         }
@@ -330,14 +354,16 @@ fn scope_lines(out: &mut String, report: &Report) {
         let _ = writeln!(
             out,
             "  {:<name_w$} {:<9} {}",
-            r.name, r.reclaim_scope, counters
+            fit(&r.name),
+            fit(&r.reclaim_scope),
+            counters
         );
     }
 }
 
 fn stall_section(out: &mut String, run: &RunReport) {
     let t = &run.trace;
-    let _ = write!(out, "Stalls: {}", run.name);
+    let _ = write!(out, "Stalls: {}", fit(&run.name));
     if t.present {
         let _ = write!(
             out,
@@ -408,9 +434,9 @@ fn stall_section(out: &mut String, run: &RunReport) {
         let _ = writeln!(
             out,
             "{:<ev_w$} {:<who_w$} {:<why_w$} {:>9} {:>11.2} {:>11.2} {:>13.1} {:>11}",
-            s.event,
-            s.who,
-            reason(&s.reason),
+            fit(&s.event),
+            fit(&s.who),
+            fit(reason(&s.reason)),
             s.count,
             s.not_delayed_pct,
             s.hit_timeout_pct,
@@ -454,14 +480,14 @@ fn difference_lines(out: &mut String, report: &Report) {
         .collect();
     let mut line = format!("  {:<name_w$}", "");
     for (r, w) in report.runs.iter().zip(&widths) {
-        let _ = write!(line, "  {:<w$}", r.name);
+        let _ = write!(line, "  {:<w$}", fit(&r.name));
     }
     out.push_str(line.trim_end());
     out.push('\n');
     for d in &report.differences {
-        let mut line = format!("  {:<name_w$}", d.name);
+        let mut line = format!("  {:<name_w$}", fit(&d.name));
         for (v, w) in d.values.iter().zip(&widths) {
-            let _ = write!(line, "  {v:<w$}");
+            let _ = write!(line, "  {:<w$}", fit(v));
         }
         out.push_str(line.trim_end());
         out.push('\n');
@@ -480,7 +506,7 @@ pub fn render_text(report: &Report) -> String {
         out,
         "reclaimlab report: {} run(s), baseline {}; % columns against the baseline, positive = better; significance: {sig}",
         report.runs.len(),
-        report.baseline
+        fit(&report.baseline)
     );
     for n in &report.notes {
         let _ = writeln!(out, "note: {n}");
