@@ -100,6 +100,10 @@ pub struct Args {
     /// Check the kernel's conservation invariants at every sample (slow).
     #[arg(long)]
     pub check: bool,
+    /// Write into an --out folder that holds records of an earlier `sim`
+    /// this one does not replace (they stay beside the new ones).
+    #[arg(long)]
+    pub force: bool,
 }
 
 fn record_machine(m: &Machine, hz: u64) -> reclaimlab_record::Machine {
@@ -261,7 +265,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .collect();
         let p = profile(k).with_context(|| {
             format!(
-                "--kernel {k}: unknown kernel profile (known: {}; `reclaimlab list kernels`)",
+                "--kernel {k}: unknown kernel profile{} (known: {}; `reclaimlab list kernels`)",
+                crate::suggest::hint(k, &names),
                 names.join(", ")
             )
         })?;
@@ -452,6 +457,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             });
         }
     }
+    let planned: Vec<PathBuf> = jobs.iter().map(|j| j.dir.clone()).collect();
+    crate::out_dir::check_out(&out, &planned, args.force)?;
     crate::machine_arg::save_host_profile(host_toml.as_deref(), &out)?;
     let signals = Signals::install()?;
     let cores = std::thread::available_parallelism()
@@ -531,9 +538,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         };
         return Err(e.context(format!("run {name}{also}")));
     }
+    let command = crate::out_dir::command_line();
+    crate::out_dir::write_order(&out, &dirs, &command)?;
+    crate::sweep_check::warn_identical(&dirs, &crate::sweep_check::names(&args.sweep));
     let opts = reclaimlab_report::Options { significance };
-    let report = reclaimlab_report::report_from_dirs(&dirs, opts)
+    let mut report = reclaimlab_report::report_from_dirs(&dirs, opts)
         .context("cannot read back the records just written")?;
+    report.command = Some(command);
     if args.json {
         crate::write_file::to_stdout(reclaimlab_report::render_json(&report))?;
     } else {

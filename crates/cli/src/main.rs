@@ -28,9 +28,12 @@ mod cmd_report;
 mod cmd_run;
 mod cmd_sim;
 mod machine_arg;
+mod out_dir;
 mod sim_params;
 mod sim_pool;
 mod sim_steps;
+mod suggest;
+mod sweep_check;
 mod write_file;
 
 /// A laboratory for Linux memory-reclaim stalls.

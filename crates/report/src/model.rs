@@ -311,6 +311,10 @@ pub struct Report {
     pub settings_in_some_runs: u64,
     /// The runs, baseline first.
     pub runs: Vec<RunReport>,
+    /// The command that produced the runs, where known (`sim`, or a folder's
+    /// `runs.txt`): shown in the HTML header, not part of the JSON schema.
+    #[serde(skip)]
+    pub command: Option<String>,
 }
 
 impl RunReport {
@@ -563,6 +567,7 @@ pub fn build_report(runs: &[RunInput], opts: Options) -> Report {
         differences,
         settings_in_some_runs,
         runs: out_runs,
+        command: None,
     }
 }
 

@@ -63,6 +63,13 @@ fn err(path: &Path, line: Option<u64>, message: impl Into<String>) -> LoadError 
 
 /// Reads one run record directory.
 pub fn load_run(dir: &Path) -> Result<RunInput, LoadError> {
+    if std::fs::symlink_metadata(dir).is_err() {
+        return Err(err(
+            dir,
+            None,
+            "does not exist (give a run record directory, as `sim` and `run` write under out/, or a folder of them)",
+        ));
+    }
     if !dir.is_dir() {
         return Err(err(
             dir,

@@ -168,6 +168,18 @@ pub fn pdiff(new: f64, base: f64) -> f64 {
     }
 }
 
+/// `pdiff` for counts (the `Samples` rows): as [`pdiff`], except that a count
+/// falling to 0 is −100 %, all of it gone. mmtests' `pdiff` returns 0 when
+/// the new value is 0, which reads as "no change"; here it would hide a
+/// stall kind that disappeared.
+pub fn pdiff_count(new: f64, base: f64) -> f64 {
+    if new == 0.0 && base > 0.0 {
+        -100.0
+    } else {
+        pdiff(new, base)
+    }
+}
+
 /// The compare function for a statistic: `pndiff` when lower is preferred,
 /// and always for Stddev and CoeffVar (`Summarise::getStatCompareFunc`).
 pub fn compare(new: f64, base: f64, pref: Preferred, is_spread: bool) -> f64 {
@@ -421,6 +433,11 @@ mod tests {
         assert_eq!(pdiff(5.0, 0.0), 100.0);
         assert_eq!(pdiff(15.0, 10.0), 50.0);
         assert_eq!(compare(15.0, 10.0, Preferred::Higher, true), -50.0);
+        // Counts: falling to 0 is all of it gone, not "no change".
+        assert_eq!(pdiff_count(0.0, 4.0), -100.0);
+        assert_eq!(pdiff_count(0.0, 0.0), 0.0);
+        assert_eq!(pdiff_count(3.0, 4.0), -25.0);
+        assert_eq!(pdiff_count(3.0, 0.0), 100.0);
     }
 
     #[test]
