@@ -3,7 +3,10 @@
 pub mod csv;
 mod ftrace;
 pub mod html;
+mod html_plots;
+mod html_tables;
 pub mod json;
+mod plot;
 pub mod runs;
 mod sweep;
 pub mod text;
