@@ -1,4 +1,4 @@
-//! `reclaimlab sim WORKLOAD [--kernel P[,P...]] [--machine M|FILE] [--set K=V]... [--sweep K=V1,V2...]... [--seed N] [--out DIR] [--json] [--csv FILE] [--significance ttest|ci]`
+//! `reclaimlab sim WORKLOAD [--kernel P[,P...]] [--machine M|FILE] [--set K=V]... [--sweep K=V1,V2...]... [--seed N] [--out DIR] [--json] [--csv FILE] [--significance ttest|ci] [--force]`
 //!
 //! Simulates a workload (a built-in name or a TOML spec) under one or more
 //! kernel profiles and, with `--sweep`, at every point of a parameter grid:

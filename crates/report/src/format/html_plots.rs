@@ -21,17 +21,18 @@ use crate::stalls::{delay_distribution, StallEvent};
 /// own plots).
 pub(crate) const MAX_PLOTTED_RUNS: usize = 12;
 
-/// A run's legend label: its name, or `#i` with the name on hover when the
-/// name is long (sweep labels run to 200 characters).
+/// A run's legend label: its name, or `#i` and the name's end, with the
+/// whole name on hover, when the name is long (sweep labels run to 200
+/// characters).
 pub(crate) fn short_name(report: &Report, i: usize) -> (String, Option<String>) {
     let name = &report.runs[i].name;
     if name.chars().count() <= 32 {
         (name.clone(), None)
     } else {
-        (
-            format!("#{} {}…", i + 1, name.chars().take(20).collect::<String>()),
-            Some(name.clone()),
-        )
+        // The end of a sweep label is what tells its runs apart.
+        let c: Vec<char> = name.chars().collect();
+        let tail: String = c[c.len() - 24..].iter().collect();
+        (format!("#{} …{tail}", i + 1), Some(name.clone()))
     }
 }
 
@@ -277,7 +278,8 @@ pub(crate) fn stall_plots(report: &Report, out: &mut String) {
             },
             &Axis {
                 desc: "fraction of stalls ≥ x (log)".into(),
-                range: (ymin * 0.5, 1.05),
+                // At least a decade, so that the axis has a tick below 1.
+                range: ((ymin * 0.5).min(0.05), 1.05),
                 log: true,
             },
             &lines,
