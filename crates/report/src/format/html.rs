@@ -25,7 +25,7 @@
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
-use super::html_plots::{latency_plots, short_name, stall_plots, velocity_plots};
+use super::html_plots::{latency_plots, stall_plots, velocity_plots};
 use super::html_tables::{differences_table, figures_tables, latency_table, stall_tables};
 use super::plot::{hex, run_color, si};
 use crate::format::text::{render_text, too_few_samples_note};
@@ -300,12 +300,10 @@ fn summary(report: &Report, out: &mut String) {
         }
         out.push_str("</tr>\n");
         for ri in 0..report.runs.len() {
-            let (name, full) = short_name(report, ri);
             let _ = write!(
                 out,
-                "<tr><td title=\"{}\"><i class=\"sw\" style=\"border-color:{c};background:{c}\"></i>{}</td>",
-                esc(full.as_deref().unwrap_or(&name)),
-                esc(&name),
+                "<tr><td><i class=\"sw\" style=\"border-color:{c};background:{c}\"></i>{}</td>",
+                esc(&report.runs[ri].name),
                 c = hex(run_color(ri))
             );
             for fi in 0..h.len() {
@@ -391,7 +389,7 @@ fn summary(report: &Report, out: &mut String) {
 const CSS: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222;line-height:1.4}\
 h1{font-size:1.5em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}h3{margin-top:1.5em}\
 pre,code{font-family:ui-monospace,'DejaVu Sans Mono',monospace;font-size:12px}pre{background:#f7f7f7;padding:1em;overflow-x:auto}\
-table{border-collapse:collapse;font-size:13px;margin:.5em 0}td,th{border:1px solid #ddd;padding:2px 6px;text-align:right;white-space:nowrap}\
+table{border-collapse:collapse;font-size:13px;margin:.5em 0;display:block;overflow-x:auto;max-width:100%}td,th{border:1px solid #ddd;padding:2px 6px;text-align:right;white-space:nowrap}\
 th{background:#f0f0f0}table.left td,table.cmp td:first-child,table.cmp td:nth-child(2),table.left3 td:nth-child(-n+3){text-align:left}\
 table.cmp.left td{text-align:left}td.sig{font-weight:bold;color:#a00}.pct{color:#666}tr.few td{color:#8a4b00}\
 .note{color:#8a4b00}dl.about{display:grid;grid-template-columns:max-content auto;gap:.2em 1em}dt{font-weight:bold}dd{margin:0}\

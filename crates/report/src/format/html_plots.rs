@@ -26,12 +26,12 @@ pub(crate) const MAX_PLOTTED_RUNS: usize = 12;
 /// characters).
 pub(crate) fn short_name(report: &Report, i: usize) -> (String, Option<String>) {
     let name = &report.runs[i].name;
-    if name.chars().count() <= 32 {
+    if name.chars().count() <= 48 {
         (name.clone(), None)
     } else {
         // The end of a sweep label is what tells its runs apart.
         let c: Vec<char> = name.chars().collect();
-        let tail: String = c[c.len() - 24..].iter().collect();
+        let tail: String = c[c.len() - 40..].iter().collect();
         (format!("#{} …{tail}", i + 1), Some(name.clone()))
     }
 }
