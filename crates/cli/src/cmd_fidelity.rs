@@ -150,7 +150,7 @@ pub(crate) fn letter_pairs(file: &Path, records: &[PathBuf]) -> anyhow::Result<V
         if r.join("run.json").exists() {
             dirs.push(r.clone());
         } else {
-            let inner = crate::cmd_report::records_in(r);
+            let inner = crate::out_dir::records_in(r);
             if inner.is_empty() {
                 dirs.push(r.clone());
             }

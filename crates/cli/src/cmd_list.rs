@@ -74,8 +74,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let p = profile(&args.kernel).ok_or_else(|| {
                 let names: Vec<&str> = profiles().iter().map(|p| p.name).collect();
                 anyhow::anyhow!(
-                    "--kernel {}: unknown kernel profile (known: {}; `reclaimlab list kernels`)",
+                    "--kernel {}: unknown kernel profile{} (known: {}; `reclaimlab list kernels`)",
                     args.kernel,
+                    crate::suggest::hint(&args.kernel, &names),
                     names.join(", ")
                 )
             })?;

@@ -7,8 +7,9 @@
 //! a truncated trace are reported, and end with exit code 2 unless
 //! `--keep-going`.
 
-use std::cmp::Ordering;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+use crate::out_dir::records_in_order;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -57,9 +58,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             args.significance
         )
     })?;
-    let dirs = expand_record_dirs(&args.dirs);
-    let report =
+    let (dirs, command) = expand_record_dirs(&args.dirs);
+    let mut report =
         report_from_dirs(&dirs, Options { significance }).context("cannot read run record")?;
+    report.command = command;
     let out = if args.json {
         render_json(&report)
     } else {
@@ -108,15 +110,22 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 /// Each of `dirs` that is not a record itself (no `run.json`) but holds
-/// records, replaced by them in natural order; the rest as given (a
-/// directory with neither is left for the reader to report).
-fn expand_record_dirs(dirs: &[PathBuf]) -> Vec<PathBuf> {
+/// records, replaced by them in `sim`'s order (its `runs.txt`), the rest in
+/// natural order; the rest as given (a directory with neither is left for
+/// the reader to report). With a single folder, also the command that
+/// `runs.txt` records, for the HTML header.
+fn expand_record_dirs(dirs: &[PathBuf]) -> (Vec<PathBuf>, Option<String>) {
     let mut out = Vec::new();
+    let mut command = None;
     for d in dirs {
         let inner = if d.join("run.json").exists() {
             Vec::new()
         } else {
-            records_in(d)
+            let (inner, cmd) = records_in_order(d);
+            if dirs.len() == 1 {
+                command = cmd;
+            }
+            inner
         };
         if inner.is_empty() {
             out.push(d.clone());
@@ -129,60 +138,14 @@ fn expand_record_dirs(dirs: &[PathBuf]) -> Vec<PathBuf> {
             out.extend(inner);
         }
     }
-    out
-}
-
-/// The records directly under `dir` (subdirectories with a `run.json`,
-/// not hidden: an unfinished record is `.NAME.partial-PID`).
-pub(crate) fn records_in(dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut found: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-        .map(|e| e.path())
-        .filter(|p| p.join("run.json").is_file())
-        .collect();
-    found.sort_by(|a, b| natural_cmp(&a.to_string_lossy(), &b.to_string_lossy()));
-    found
-}
-
-/// Compares with runs of digits as numbers: `swappiness=2` before
-/// `swappiness=10`, `v5.15` before `v5.16`.
-fn natural_cmp(a: &str, b: &str) -> Ordering {
-    let (mut a, mut b) = (a, b);
-    loop {
-        match (a.chars().next(), b.chars().next()) {
-            (None, None) => return Ordering::Equal,
-            (None, Some(_)) => return Ordering::Less,
-            (Some(_), None) => return Ordering::Greater,
-            (Some(x), Some(y)) if x.is_ascii_digit() && y.is_ascii_digit() => {
-                let na = a.find(|c: char| !c.is_ascii_digit()).unwrap_or(a.len());
-                let nb = b.find(|c: char| !c.is_ascii_digit()).unwrap_or(b.len());
-                let (da, db) = (
-                    a[..na].trim_start_matches('0'),
-                    b[..nb].trim_start_matches('0'),
-                );
-                let o = da.len().cmp(&db.len()).then_with(|| da.cmp(db));
-                if o != Ordering::Equal {
-                    return o;
-                }
-                (a, b) = (&a[na..], &b[nb..]);
-            }
-            (Some(x), Some(y)) => {
-                if x != y {
-                    return x.cmp(&y);
-                }
-                (a, b) = (&a[x.len_utf8()..], &b[y.len_utf8()..]);
-            }
-        }
-    }
+    (out, command)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use crate::out_dir::natural_cmp;
 
     #[test]
     fn natural_order_reads_numbers_as_numbers() {
@@ -209,7 +172,7 @@ mod tests {
         for d in ["sweep/p=10", "sweep/p=2", "sweep/.p=3.partial-1", "one"] {
             std::fs::write(tmp.join(d).join("run.json"), "{}").unwrap();
         }
-        let got = expand_record_dirs(&[tmp.join("one"), tmp.join("sweep"), tmp.join("none")]);
+        let (got, _) = expand_record_dirs(&[tmp.join("one"), tmp.join("sweep"), tmp.join("none")]);
         let want: Vec<PathBuf> = ["one", "sweep/p=2", "sweep/p=10", "none"]
             .iter()
             .map(|d| tmp.join(d))

@@ -106,6 +106,10 @@ pub struct Args {
     /// the workload before anything is allocated.
     #[arg(long, value_name = "SIZE")]
     pub max_memory: Option<String>,
+    /// Write into an --out folder that holds records of an earlier `sim`
+    /// this one does not replace (they stay beside the new ones).
+    #[arg(long)]
+    pub force: bool,
 }
 
 fn record_machine(m: &Machine, hz: u64) -> reclaimlab_record::Machine {
@@ -272,7 +276,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             .collect();
         let p = profile(k).with_context(|| {
             format!(
-                "--kernel {k}: unknown kernel profile (known: {}; `reclaimlab list kernels`)",
+                "--kernel {k}: unknown kernel profile{} (known: {}; `reclaimlab list kernels`)",
+                crate::suggest::hint(k, &names),
                 names.join(", ")
             )
         })?;
@@ -463,6 +468,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             });
         }
     }
+    let planned: Vec<PathBuf> = jobs.iter().map(|j| j.dir.clone()).collect();
+    crate::out_dir::check_out(&out, &planned, args.force)?;
     let cores = std::thread::available_parallelism()
         .map(|n| n.get())
         .unwrap_or(1);
@@ -558,9 +565,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         };
         return Err(e.context(format!("run {name}{also}")));
     }
+    let command = crate::out_dir::command_line();
+    crate::out_dir::write_order(&out, &dirs, &command)?;
+    crate::sweep_check::warn_identical(&dirs, &crate::sweep_check::names(&args.sweep));
     let opts = reclaimlab_report::Options { significance };
-    let report = reclaimlab_report::report_from_dirs(&dirs, opts)
+    let mut report = reclaimlab_report::report_from_dirs(&dirs, opts)
         .context("cannot read back the records just written")?;
+    report.command = Some(command);
     if args.json {
         crate::write_file::to_stdout(reclaimlab_report::render_json(&report))?;
     } else {

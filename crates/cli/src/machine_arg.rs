@@ -29,10 +29,24 @@ pub struct Resolved {
 /// a built-in name or a TOML file ([`Machine::load`]).
 pub fn resolve(arg: &str) -> anyhow::Result<Resolved> {
     match HostArg::parse(arg) {
-        None => Ok(Resolved {
-            machine: Machine::load(arg)?,
-            host_toml: None,
-        }),
+        None => match Machine::load(arg) {
+            Ok(machine) => Ok(Resolved {
+                machine,
+                host_toml: None,
+            }),
+            Err(e @ reclaimlab_kernel::machine::MachineError::Unknown(..)) => {
+                let names: Vec<String> = reclaimlab_kernel::machine::builtin_machines()
+                    .into_iter()
+                    .map(|m| m.name)
+                    .collect();
+                let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+                Err(anyhow::anyhow!(
+                    "--machine {arg}: {e}{}; `reclaimlab list machines` shows them",
+                    crate::suggest::hint(arg, &refs)
+                ))
+            }
+            Err(e) => Err(e.into()),
+        },
         Some(host) => resolve_host(arg, &host?, &MeasureOptions::from_env()?),
     }
 }
@@ -82,6 +96,9 @@ mod tests {
         assert!(r.host_toml.is_none());
         let e = format!("{:#}", resolve("no-such-machine").err().unwrap());
         assert!(e.contains("neither a built-in machine"), "{e}");
+        assert!(!e.contains("did you mean"), "{e}");
+        let e = format!("{:#}", resolve("smal").err().unwrap());
+        assert!(e.contains("(did you mean `small`?)"), "{e}");
     }
 
     #[test]

@@ -30,9 +30,12 @@ mod cmd_run;
 mod cmd_sim;
 mod machine_arg;
 mod sim_memory;
+mod out_dir;
 mod sim_params;
 mod sim_pool;
 mod sim_steps;
+mod suggest;
+mod sweep_check;
 mod write_file;
 
 /// A laboratory for Linux memory-reclaim stalls.

@@ -4,10 +4,14 @@
 //! instance, swap file or worker behind (the crash's leftovers are cleaned by
 //! the next start, which says so).
 //!
-//! Each test skips, printing why, where the host cannot run it: not root, no
-//! memory controller, no tracefs, no fio, no mkswap/swapon. They run one at a
-//! time (a lock), since each takes a 1 GiB cgroup and both CPUs. About 2 minutes
-//! in all.
+//! They change the host while they run (a memory cgroup, a 2 GiB swap file,
+//! a tracefs instance, fio's files; all undone at the end), so they are
+//! opt-in: they run only with `RECLAIMLAB_REAL_TESTS=1` in the environment
+//! (`.ci/run` sets it where the machine can), and otherwise skip, saying so.
+//! Each test also skips, printing why, where the host cannot run it: not
+//! root, no memory controller, no tracefs, no fio, no mkswap/swapon. They run
+//! one at a time (a lock), since each takes a 1 GiB cgroup and both CPUs.
+//! About 2 minutes in all.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -22,8 +26,16 @@ fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_reclaimlab"))
 }
 
-/// Why this host cannot do a real run, if it cannot.
+/// The environment variable that lets `cargo test` change the host.
+const OPT_IN: &str = "RECLAIMLAB_REAL_TESTS";
+
+/// Why this host cannot (or may not) do a real run, if so.
 fn cannot_run(need_trace: bool) -> Option<String> {
+    if std::env::var(OPT_IN).as_deref() != Ok("1") {
+        return Some(format!(
+            "real-kernel tests are opt-in; set {OPT_IN}=1 to run them (as root they create a memory cgroup, a swap file and a trace instance, and undo them)"
+        ));
+    }
     if !sys::is_root() {
         return Some("not root".into());
     }

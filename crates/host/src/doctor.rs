@@ -227,7 +227,7 @@ pub fn diagnose() -> Diagnosis {
                     c.mount.display()
                 ),
                 cgroup::Version::V1 => format!(
-                    "cgroup v1 at {}: runs exercise memcg-v1 limit reclaim (no ISOLATED/CONGESTED throttling, kernel-reclaim.md §D.3)",
+                    "cgroup v1 at {}: runs exercise memcg-v1 limit reclaim (no ISOLATED/CONGESTED throttling, docs/reference/kernel-reclaim.md §D.3)",
                     c.mount.display()
                 ),
             };

@@ -122,7 +122,7 @@ params! {
     min_free_kbytes: u64 = |_| 0, "vm.min_free_kbytes", 0, 67108864, "min watermark in KiB; 0 = the kernel's default int_sqrt(lowmem_kbytes*16) clamped to [128, 262144]";
     watermark_scale_factor: u64 = |_| 10, "vm.watermark_scale_factor", 1, 3000, "gap between min/low/high watermarks in 1/10000 of zone memory";
     laptop_mode: u64 = |_| 0, "vm.laptop_mode", 0, 1, "laptop mode: reclaim does not write pages at the first priorities";
-    dirty_kernel_controls: u64 = |_| 0, "writeback.kernel_controls", 0, 1, "1: balance_dirty_pages throttles with the kernel's position and rate controls (wb_position_ratio, wb_update_dirty_ratelimit) against dom->dirty_limit, which lags a falling threshold; 0, the default until scanning's cost at full size is modelled (README): the global cubic against the current threshold, at the write bandwidth shared by the recent dirtiers";
+    dirty_kernel_controls: u64 = |_| 0, "writeback.kernel_controls", 0, 1, "1: balance_dirty_pages throttles with the kernel's position and rate controls (wb_position_ratio, wb_update_dirty_ratelimit) against dom->dirty_limit, which lags a falling threshold; 0, the default until scanning's cost at full size is modelled (docs/results-2021.md): the global cubic against the current threshold, at the write bandwidth shared by the recent dirtiers";
     writeback_timeout_us: u64 = |_| 100_000, "throttle.writeback.timeout_us", 0, 10_000_000, "VMSCAN_THROTTLE_WRITEBACK sleep (HZ/10 in 5.16)";
     writeback_wake_per_waiter: u64 = |_| 32, "throttle.writeback.wake_pages_per_waiter", 0, 1_000_000, "pages that must finish writeback per throttled task before WRITEBACK waiters are woken (SWAP_CLUSTER_MAX in __acct_reclaim_writeback)";
     isolated_timeout_us: u64 = |_| 20_000, "throttle.isolated.timeout_us", 0, 10_000_000, "VMSCAN_THROTTLE_ISOLATED sleep (HZ/50)";
@@ -148,7 +148,7 @@ params! {
     cost_touch_ns: u64 = |_| 8, "cost.touch_page_ns", 0, 1_000_000, "user CPU per resident page touched by a worker's sequential pass";
     cost_touch_random_ns: u64 = |_| 12, "cost.touch_random_page_ns", 0, 1_000_000, "user CPU per resident page touched at a random offset (independent loads overlap)";
     cost_io_submit_ns: u64 = |_| 300, "cost.io_submit_page_ns", 0, 1_000_000, "system CPU per page submitted for write or read";
-    lru_lock_page_ns: u64 = |_| 0, "lru_lock.page_ns", 0, 150, "time lruvec->lru_lock is held per page isolated or put back (part of cost.scan_page_ns, so at most its default); 0, the default, leaves lock contention out (not measured; the README shows how much it decides)";
+    lru_lock_page_ns: u64 = |_| 0, "lru_lock.page_ns", 0, 150, "time lruvec->lru_lock is held per page isolated or put back (part of cost.scan_page_ns, so at most its default); 0, the default, leaves lock contention out (not measured; docs/results-2021.md shows how much it decides)";
     lru_lock_handoff_ns: u64 = |_| 100, "lru_lock.handoff_ns", 0, 1_000_000, "system CPU for the lock and list heads to move to a waiting CPU (measured: docs/bench/cpu-costs.md)";
     cost_wakeup_ns: u64 = |_| 2_000, "cost.wakeup_ns", 0, 1_000_000, "system CPU per wake-up from sleep (context switch)";
     vmstat_interval_ms: u64 = |_| 1_000, "sim.vmstat_interval_ms", 10, 3_600_000, "interval between /proc/vmstat samples in the run record";

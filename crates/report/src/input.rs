@@ -41,6 +41,24 @@ pub struct RunMeta {
     /// CPU seconds and pages by task class (`kswapd`, `memory-hog`,
     /// `kworker`, …), summed over the run's tasks and steps, classes sorted.
     pub task_cpu: Vec<TaskUse>,
+    /// What the HTML header says of the run.
+    pub about: RunAbout,
+}
+
+/// What the HTML report's header says about a run: where it ran, what, and
+/// with which tool (from `run.json`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct RunAbout {
+    /// The machine in one line: name, CPUs, memory, swap, devices, HZ.
+    pub machine: String,
+    /// The workload's spec (a built-in name or a file).
+    pub workload_spec: String,
+    /// The seed, `-` where there is none.
+    pub seed: String,
+    /// reclaimlab version that wrote the record.
+    pub tool_version: String,
+    /// The workload's own parameters (`stutterp.*`, `workload.*`), sorted.
+    pub workload_settings: Vec<(String, String)>,
 }
 
 /// What the tasks of one class used over a run.

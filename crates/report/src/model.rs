@@ -209,9 +209,9 @@ impl LatencyReport {
 /// Data only the HTML plots use (not part of the JSON schema).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct RunPlots {
-    /// Per operation label, the empirical CDF as (latency ms, fraction ≤),
-    /// down-sampled to at most a few hundred points.
-    pub latency_cdf: Vec<(String, Vec<(f64, f64)>)>,
+    /// Per operation label, the empirical CCDF as (latency ms, fraction of
+    /// samples ≥ it), down-sampled but with the tail's samples each.
+    pub latency_ccdf: Vec<(String, Vec<(f64, f64)>)>,
     /// Cumulative counters over time.
     pub vmstat: Vec<VmstatPoint>,
 }
@@ -257,6 +257,9 @@ pub struct RunReport {
     /// Plot data (HTML only).
     #[serde(skip)]
     pub plots: RunPlots,
+    /// Machine, seed, tool version (HTML header only).
+    #[serde(skip)]
+    pub about: crate::input::RunAbout,
 }
 
 /// An operation that is not in every run.
@@ -352,6 +355,10 @@ pub struct Report {
     pub settings_in_some_runs: u64,
     /// The runs, baseline first.
     pub runs: Vec<RunReport>,
+    /// The command that produced the runs, where known (`sim`, or a folder's
+    /// `runs.txt`): shown in the HTML header, not part of the JSON schema.
+    #[serde(skip)]
+    pub command: Option<String>,
 }
 
 impl RunReport {
@@ -377,20 +384,24 @@ impl Report {
 
 const CDF_POINTS: usize = 300;
 
-fn cdf_points(sorted: &[f64]) -> Vec<(f64, f64)> {
+/// Samples at the top kept one by one, so that the tail (Max-99, Max) of a
+/// distribution plotted as a CCDF is exact.
+const TAIL_POINTS: usize = 200;
+
+/// The complementary distribution of sorted samples as (value, fraction of
+/// samples ≥ value): every k-th sample, down-sampled to about
+/// [`CDF_POINTS`], and the top [`TAIL_POINTS`] samples each, down to the
+/// largest at 1/n.
+fn ccdf_points(sorted: &[f64]) -> Vec<(f64, f64)> {
     let n = sorted.len();
     if n == 0 {
         return Vec::new();
     }
     let step = n.div_ceil(CDF_POINTS).max(1);
-    let mut pts: Vec<(f64, f64)> = (0..n)
-        .step_by(step)
-        .map(|i| (sorted[i], (i + 1) as f64 / n as f64))
-        .collect();
-    if pts.last().map(|p| p.1) != Some(1.0) {
-        pts.push((sorted[n - 1], 1.0));
-    }
-    pts
+    (0..n)
+        .filter(|&i| i % step == 0 || n - i <= TAIL_POINTS)
+        .map(|i| (sorted[i], (n - i) as f64 / n as f64))
+        .collect()
 }
 
 fn label(metric: &str, step: u32) -> String {
@@ -424,7 +435,7 @@ pub fn build_report(runs: &[RunInput], opts: Options) -> Report {
             stats::sort_preferred(&mut vals, Preferred::Lower);
             let sum = stats::summarise(&vals, Preferred::Lower);
             latency.push((l.clone(), LatencyReport::from_summary(step, &metric, &sum)));
-            cdfs.push((l.clone(), cdf_points(&vals)));
+            cdfs.push((l.clone(), ccdf_points(&vals)));
             labels.push(l);
         }
         ops_per_run.push(labels);
@@ -450,6 +461,7 @@ pub fn build_report(runs: &[RunInput], opts: Options) -> Report {
             workload: run.meta.workload.clone(),
             record: run.meta.record.clone(),
             reclaim_scope: run.meta.reclaim_scope.clone(),
+            about: run.meta.about.clone(),
             scan_counters: scan_counters.into(),
             duration: run.meta.duration,
             task_cpu: run.meta.task_cpu.clone(),
@@ -461,7 +473,7 @@ pub fn build_report(runs: &[RunInput], opts: Options) -> Report {
             ftrace_stalls: Vec::new(),
             trace,
             plots: RunPlots {
-                latency_cdf: cdfs,
+                latency_ccdf: cdfs,
                 vmstat: run.vmstat_series.clone(),
             },
         });
@@ -611,6 +623,7 @@ pub fn build_report(runs: &[RunInput], opts: Options) -> Report {
         differences,
         settings_in_some_runs,
         runs: out_runs,
+        command: None,
     }
 }
 

@@ -61,8 +61,50 @@ fn err(path: &Path, line: Option<u64>, message: impl Into<String>) -> LoadError 
     }
 }
 
+/// A machine in one line, for the HTML header: `small: 2 CPUs, 512 MiB,
+/// swap 128 MiB, HZ 250; sda blk-mq 500/530 MB/s write/read`.
+fn describe_machine(m: &reclaimlab_record::Machine) -> String {
+    let mib = |b: u64| {
+        if b >= 1 << 30 && b.is_multiple_of(1 << 30) {
+            format!("{} GiB", b >> 30)
+        } else {
+            format!("{} MiB", b >> 20)
+        }
+    };
+    let mut s = format!("{}: {} CPUs", m.name, m.cpus);
+    if m.nodes > 1 {
+        s += &format!(", {} NUMA nodes", m.nodes);
+    }
+    s += &format!(", {}, swap {}", mib(m.memory_bytes), mib(m.swap_bytes));
+    if let Some(hz) = m.hz {
+        s += &format!(", HZ {hz}");
+    }
+    let devs: Vec<String> = m
+        .devices
+        .iter()
+        .map(|d| {
+            format!(
+                "{} {} {:.0}/{:.0} MB/s write/read",
+                d.name, d.layer, d.write_mb_s, d.read_mb_s
+            )
+        })
+        .collect();
+    if !devs.is_empty() {
+        s += "; ";
+        s += &devs.join(", ");
+    }
+    s
+}
+
 /// Reads one run record directory.
 pub fn load_run(dir: &Path) -> Result<RunInput, LoadError> {
+    if std::fs::symlink_metadata(dir).is_err() {
+        return Err(err(
+            dir,
+            None,
+            "does not exist (give a run record directory, as `sim` and `run` write under out/, or a folder of them)",
+        ));
+    }
     if !dir.is_dir() {
         return Err(err(
             dir,
@@ -103,6 +145,20 @@ pub fn load_run(dir: &Path) -> Result<RunInput, LoadError> {
         .into_iter()
         .chain(m.params.iter().map(|(k, v)| (k.clone(), v.clone())))
         .collect(),
+        about: crate::input::RunAbout {
+            machine: describe_machine(&m.machine),
+            workload_spec: m.workload.spec.clone(),
+            seed: m.seed.map_or_else(|| "-".to_string(), |s| s.to_string()),
+            tool_version: m.tool_version.clone(),
+            workload_settings: m
+                .params
+                .iter()
+                .filter(|(k, _)| {
+                    k.starts_with(&format!("{}.", m.workload.name)) || k.starts_with("workload.")
+                })
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        },
         task_cpu: {
             let mut by: BTreeMap<&str, TaskUse> = BTreeMap::new();
             for t in &m.tasks {

@@ -15,6 +15,13 @@
 //! * significance is the 2018–2024 two-sample t-test (unpooled SE,
 //!   df = n₁+n₂−2, p < 0.10) or, with `--significance ci`, the interval rule of
 //!   2024-11 (mean ± 1.96·s, significant if |cidiff| > 1).
+//!
+//! One departure from mmtests: neither test marks anything where either side
+//! has fewer than [`MIN_SAMPLES`] samples. mmtests' `calc_stddev` gives 0 for
+//! one sample, so its t-test sees a zero standard error and calls any
+//! difference significant, and its interval rule sees a zero-width interval
+//! and does the same; a single sample says nothing about spread, so here the
+//! tests return `None` and the report says why in a footnote.
 
 use statrs::distribution::{ContinuousCDF, StudentsT};
 
@@ -29,6 +36,10 @@ pub enum Preferred {
 
 /// The significance level of mmtests' t-test (`_SignificanceLevel`).
 pub const SIGNIFICANCE_LEVEL: f64 = 0.10;
+
+/// The fewest samples each side needs before a significance test is run: a
+/// standard deviation needs two.
+pub const MIN_SAMPLES: usize = 2;
 
 /// `qnorm(0.975)`: the half-width factor of mmtests' 95% interval (α = 0.05).
 pub const Z_975: f64 = 1.959_963_984_540_054;
@@ -157,6 +168,18 @@ pub fn pdiff(new: f64, base: f64) -> f64 {
     }
 }
 
+/// `pdiff` for counts (the `Samples` rows): as [`pdiff`], except that a count
+/// falling to 0 is −100 %, all of it gone. mmtests' `pdiff` returns 0 when
+/// the new value is 0, which reads as "no change"; here it would hide a
+/// stall kind that disappeared.
+pub fn pdiff_count(new: f64, base: f64) -> f64 {
+    if new == 0.0 && base > 0.0 {
+        -100.0
+    } else {
+        pdiff(new, base)
+    }
+}
+
 /// The compare function for a statistic: `pndiff` when lower is preferred,
 /// and always for Stddev and CoeffVar (`Summarise::getStatCompareFunc`).
 pub fn compare(new: f64, base: f64, pref: Preferred, is_spread: bool) -> f64 {
@@ -196,9 +219,10 @@ pub struct TTest {
 /// SE = √(s₁²/n₁ + s₂²/n₂), df = n₁+n₂−2 (not Welch), two-sided p from
 /// Student's t; significant if p < 0.10. If both SEs are 0, any difference is
 /// significant (p = 0) and no difference is not (p = 1). `None` when a run
-/// has no samples or df < 1.
+/// has fewer than [`MIN_SAMPLES`] samples (mmtests would test a single
+/// sample with s = 0; see the module comment) or df < 1.
 pub fn ttest(a: MeanSd, b: MeanSd) -> Option<TTest> {
-    if a.n == 0 || b.n == 0 {
+    if a.n < MIN_SAMPLES || b.n < MIN_SAMPLES {
         return None;
     }
     let df = (a.n + b.n) as f64 - 2.0;
@@ -242,9 +266,11 @@ pub struct CiTest {
 /// the interval mean ± 1.96·s (*not* divided by √n, as `_calc_meanci` does);
 /// `cidiff = (new − base) / (facing half-widths)`; significant if
 /// |cidiff| > 1. Equal means are never significant; different means with
-/// zero-width intervals always are.
+/// zero-width intervals always are. `None` when a run has fewer than
+/// [`MIN_SAMPLES`] samples (its interval would have zero width only because
+/// one sample has no spread).
 pub fn citest(new: MeanSd, base: MeanSd) -> Option<CiTest> {
-    if new.n == 0 || base.n == 0 {
+    if new.n < MIN_SAMPLES || base.n < MIN_SAMPLES {
         return None;
     }
     let hw_new = Z_975 * new.sd;
@@ -407,6 +433,11 @@ mod tests {
         assert_eq!(pdiff(5.0, 0.0), 100.0);
         assert_eq!(pdiff(15.0, 10.0), 50.0);
         assert_eq!(compare(15.0, 10.0, Preferred::Higher, true), -50.0);
+        // Counts: falling to 0 is all of it gone, not "no change".
+        assert_eq!(pdiff_count(0.0, 4.0), -100.0);
+        assert_eq!(pdiff_count(0.0, 0.0), 0.0);
+        assert_eq!(pdiff_count(3.0, 4.0), -25.0);
+        assert_eq!(pdiff_count(3.0, 0.0), 100.0);
     }
 
     #[test]
@@ -463,6 +494,35 @@ mod tests {
         assert!(ttest(a, b).unwrap().significant);
         assert!(!ttest(a, a).unwrap().significant);
         assert!(ttest(MeanSd { n: 1, ..a }, MeanSd { n: 1, ..b }).is_none());
+    }
+
+    /// The case: one latency sample against many. mmtests would mark
+    /// the Amean difference significant (s = 0 for one sample, so SE is the
+    /// other side's alone); neither rule may mark it here.
+    #[test]
+    fn one_sample_is_never_significant() {
+        let one = MeanSd {
+            mean: 52_000.0,
+            sd: 0.0,
+            n: 1,
+        };
+        let many = MeanSd {
+            mean: 200.0,
+            sd: 5.0,
+            n: 400,
+        };
+        assert!(ttest(many, one).is_none());
+        assert!(ttest(one, many).is_none());
+        assert!(citest(one, many).is_none());
+        assert!(citest(many, one).is_none());
+        // Two samples each are enough to test.
+        let two = MeanSd {
+            n: 2,
+            sd: 1.0,
+            ..one
+        };
+        assert!(ttest(many, two).unwrap().significant);
+        assert!(citest(two, many).unwrap().significant);
     }
 
     #[test]

@@ -715,23 +715,23 @@ fn ftrace_monitors_compare_two_runs() {
         "Max                 delay    200.0000 (   0.00%)      2.0000 (  99.00%)",
         "Amean               delay     72.0000 (   0.00%)      2.0000 (  97.22%)",
         // pdiff(2, 3) = 200/3 − 100 = −33.33; [0,5): pdiff(2, 1) = 100;
-        // [10,100): pdiff(0, 1) = 0 (mmtests: new 0 → 0).
+        // [10,100): 1 → 0 is −100 %, all gone (mmtests' pdiff: 0).
         "Samples             delay      3.0000 (   0.00%)      2.0000 ( -33.33%)",
         "Samples-[0,5)       delay      1.0000 (   0.00%)      2.0000 ( 100.00%)",
-        "Samples-[10,100)    delay      1.0000 (   0.00%)      0.0000 (   0.00%)",
-        "Samples-[100,500)   delay      1.0000 (   0.00%)      0.0000 (   0.00%)",
+        "Samples-[10,100)    delay      1.0000 (   0.00%)      0.0000 (-100.00%)",
+        "Samples-[100,500)   delay      1.0000 (   0.00%)      0.0000 (-100.00%)",
         // congestion_wait in µs; the new run has none: blank statistics,
         // Samples 0.
         "Ftrace congestion_wait kswapd (us)",
         "Amean               latency 104000.0000 (   0.00%)",
-        "Samples             latency      1.0000 (   0.00%)      0.0000 (   0.00%)",
-        "Samples-[5000,max)  latency      1.0000 (   0.00%)      0.0000 (   0.00%)",
+        "Samples             latency      1.0000 (   0.00%)      0.0000 (-100.00%)",
+        "Samples-[5000,max)  latency      1.0000 (   0.00%)      0.0000 (-100.00%)",
         // balance_dirty_pages: 8, 40 vs 8, 8, 8 (ms as printed).
         "Ftrace balance_dirty_pages (ms)",
         "Amean               latency     24.0000 (   0.00%)      8.0000 (  66.67%)",
         "Samples             latency      2.0000 (   0.00%)      3.0000 (  50.00%)",
         "Samples-[5,10)      latency      1.0000 (   0.00%)      3.0000 ( 200.00%)",
-        "Samples-[40,50)     latency      1.0000 (   0.00%)      0.0000 (   0.00%)",
+        "Samples-[40,50)     latency      1.0000 (   0.00%)      0.0000 (-100.00%)",
     ];
     for line in expect {
         assert!(
@@ -752,7 +752,7 @@ fn ftrace_monitors_compare_two_runs() {
     let nt = &j["runs"][1]["ftrace_stalls"][1];
     assert_eq!(nt["samples"], 0);
     assert_eq!(nt["rows"][0]["stat"], "Samples");
-    assert_eq!(nt["rows"][0]["pct"], 0.0);
+    assert_eq!(nt["rows"][0]["pct"], -100.0);
     assert!(j["runs"][0]["ftrace_stalls"][0]["rows"][0]
         .get("pct")
         .is_none());

@@ -51,7 +51,7 @@ pub(super) fn ftrace_section(out: &mut String, report: &Report) {
     }
     out.push_str(
         "\nFtrace stall monitors (mmtests compare-kernels.sh with INCLUDE_FTRACE=yes): % against the baseline, \
-         pndiff (positive = shorter stalls) except the Samples rows, pdiff (positive = more stalls); \
+         pndiff (positive = shorter stalls) except the Samples rows, pdiff (positive = more stalls; -100% = all gone); \
          no significance marks; a blank cell: no such stall in that run.\n\
          Units as the kernel prints them: congestion_wait and wait_iff_congested usec_delayed in us \
          (mmtests labels the same numbers ms); balance_dirty_pages pause in ms \
@@ -110,7 +110,7 @@ pub(super) fn ftrace_html(out: &mut String, report: &Report) {
     if first.ftrace_stalls.is_empty() {
         return;
     }
-    out.push_str("<h2>Ftrace stall monitors (mmtests)</h2>\n<p class=\"note\">As compare-kernels.sh prints them with INCLUDE_FTRACE=yes. % against the first run: pndiff (positive = shorter stalls), the Samples rows pdiff (positive = more stalls). congestion_wait and wait_iff_congested are in µs (mmtests labels the same numbers ms); balance_dirty_pages pause is the kernel's ms (mmtests shows 4×). A blank cell: no such stall in that run.</p>\n");
+    out.push_str("<h2>Ftrace stall monitors (mmtests)</h2>\n<p class=\"note\">As compare-kernels.sh prints them with INCLUDE_FTRACE=yes. % against the first run: pndiff (positive = shorter stalls), the Samples rows pdiff (positive = more stalls; −100% = all gone). congestion_wait and wait_iff_congested are in µs (mmtests labels the same numbers ms); balance_dirty_pages pause is the kernel's ms (mmtests shows 4×). A blank cell: no such stall in that run.</p>\n");
     for (ti, t) in first.ftrace_stalls.iter().enumerate() {
         let _ = writeln!(
             out,

@@ -1,35 +1,37 @@
-//! One self-contained HTML page: tables and inline SVG plots, no external requests.
+//! One self-contained HTML page, for a kernel developer to read first: no
+//! external requests, no JavaScript, inline CSS and SVG only.
 //!
-//! Plots are drawn with `plotters`' SVG backend built without font features
-//! (its "naive" text layout; the browser renders `<text>` with its own fonts),
-//! so the crate builds on machines without fontconfig. The page has inline CSS
-//! only. Plots: latency CDF per operation (one line per run), kswapd vs direct
-//! scan and steal velocity over time per run (from `vmstat.csv`), and stall
-//! delay CDFs per (event, reason) (one line per run and who); mmtests' ftrace
-//! stall monitor tables follow the stall tables (`format/ftrace.rs`). The output is
-//! deterministic: same report, same bytes.
+//! The page is a list of [`Section`]s, rendered in the order
+//! [`sections`] gives, each with an anchor in the table of contents:
+//!
+//! 1. **What was run**: the command (where known), workload and its
+//!    settings, machine with its size and devices, kernels, seeds, the
+//!    reclaimlab version, and a key of the runs with their colours;
+//! 2. **Summary**: the headline figures, a column per run with the % against
+//!    the baseline, and the Amean differences that are significant;
+//! 3. **Sweep** plots (figures against a swept number), when the runs are a
+//!    sweep (`format/sweep.rs`);
+//! 4. **Latency**, **reclaim velocity** and **stall** plots
+//!    (`format/html_plots.rs`, drawn by `format/plot.rs`);
+//! 5. the **mmtests tables** as HTML tables (`format/html_tables.rs`), the
+//!    stall tables with their `uniq -c` histograms folded, and mmtests'
+//!    ftrace stall monitors (`format/ftrace.rs`);
+//! 6. the text report itself, folded, to paste into a mail.
+//!
+//! A new kind of section (the fidelity comparison, say) is a function that
+//! returns a [`Section`], pushed in [`sections`] where it belongs. The output
+//! is deterministic: same report, same bytes.
 
+use std::collections::BTreeSet;
 use std::fmt::Write as _;
 
-use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
-use plotters::prelude::*;
+use super::html_plots::{latency_plots, stall_plots, velocity_plots};
+use super::html_tables::{differences_table, figures_tables, latency_table, stall_tables};
+use super::plot::{hex, run_color, si};
+use crate::format::text::{render_text, too_few_samples_note};
+use crate::model::{Report, RunReport, Significance};
 
-use crate::format::text::render_text;
-use crate::model::Report;
-use crate::stalls::{delay_distribution, uniq_c_histogram, StallEvent};
-
-const COLORS: [RGBColor; 8] = [
-    RGBColor(31, 119, 180),
-    RGBColor(214, 39, 40),
-    RGBColor(44, 160, 44),
-    RGBColor(255, 127, 14),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-];
-
-pub(super) fn esc(s: &str) -> String {
+pub(crate) fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
         match c {
@@ -44,331 +46,358 @@ pub(super) fn esc(s: &str) -> String {
     o
 }
 
-pub(super) struct Line {
-    pub(super) name: String,
-    pub(super) points: Vec<(f64, f64)>,
+/// A section of the page: its anchor, its heading (`<h2>`) and its HTML.
+pub struct Section {
+    /// The anchor (`id`), unique in the page.
+    pub id: String,
+    /// The heading, also the table of contents' entry.
+    pub title: String,
+    /// The HTML under the heading.
+    pub body: String,
 }
 
-pub(super) fn draw_lines<X>(
-    title: &str,
-    x_desc: &str,
-    y_desc: &str,
-    x: X,
-    y: std::ops::Range<f64>,
-    lines: &[Line],
-) -> String
-where
-    X: AsRangedCoord<Value = f64>,
-    X::CoordDescType: ValueFormatter<f64>,
-{
-    let mut svg = String::new();
-    let res = (|| -> Result<(), Box<dyn std::error::Error + '_>> {
-        let root = SVGBackend::with_string(&mut svg, (720, 380)).into_drawing_area();
-        root.fill(&WHITE)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 16))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(70)
-            .build_cartesian_2d(x, y)?;
-        chart
-            .configure_mesh()
-            .x_desc(x_desc)
-            .y_desc(y_desc)
-            .light_line_style(RGBColor(235, 235, 235))
-            .draw()?;
-        for (i, l) in lines.iter().enumerate() {
-            let c = COLORS[i % COLORS.len()];
-            chart
-                .draw_series(LineSeries::new(l.points.iter().copied(), c.stroke_width(2)))?
-                .label(l.name.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
-                });
+impl Section {
+    fn new(id: &str, title: &str, fill: impl FnOnce(&mut String)) -> Self {
+        let mut body = String::new();
+        fill(&mut body);
+        Section {
+            id: id.into(),
+            title: title.into(),
+            body,
         }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .position(SeriesLabelPosition::LowerRight)
-            .draw()?;
-        root.present()?;
-        Ok(())
-    })();
-    match res {
-        Ok(()) => svg,
-        Err(e) => format!(
-            "<p class=\"note\">plot {} could not be drawn: {}</p>",
-            esc(title),
-            esc(&e.to_string())
-        ),
     }
 }
 
-pub(super) fn bounds(lines: &[Line]) -> Option<(f64, f64, f64, f64)> {
-    let mut it = lines
+/// The page's sections, in order. Add a section by pushing it here.
+pub fn sections(report: &Report) -> Vec<Section> {
+    let mut s = vec![
+        Section::new("run", "What was run", |o| what_was_run(report, o)),
+        Section::new("summary", "Summary", |o| summary(report, o)),
+    ];
+    let mut sweep = String::new();
+    if super::sweep::sweep_plots(report, &mut sweep) {
+        s.push(Section {
+            id: "sweep".into(),
+            title: "Sweep".into(),
+            body: sweep,
+        });
+    }
+    s.push(Section::new("latency", "Latency distributions", |o| {
+        plots(o, "Each line is a run: the fraction of its samples at or above x, both axes logarithmic, so the tail (Max-99, Max) is at the bottom right. All latency plots share their axes.", |o| latency_plots(report, o))
+    }));
+    s.push(Section::new("velocity", "Reclaim velocity", |o| {
+        plots(o, "Pages per second over time, a plot per counter, a line per run (each interval's mean rate).", |o| velocity_plots(report, o))
+    }));
+    s.push(Section::new("stalls", "Stall distributions", |o| {
+        plots(o, "Per event and reason: the fraction of stalls that slept at least x, on a log axis; kswapd dashed, direct reclaim solid.", |o| stall_plots(report, o))
+    }));
+    // Sections of other modules (the fidelity comparison of a real run
+    // against a simulated one, say) go here, before the tables.
+    s.push(Section::new("tables", "mmtests tables", |o| {
+        o.push_str("<h3 id=\"tables-latency\">Latency (ms)</h3>\n<p class=\"note\">% against the first run, positive = better (lower); <b>*…*</b> marks a significant Amean difference.</p>\n");
+        latency_table(report, o);
+        o.push_str("<h3 id=\"tables-figures\">Duration, CPU and Ops</h3>\n");
+        figures_tables(report, o);
+        o.push_str("<h3 id=\"tables-setup\">Set up differently</h3>\n");
+        differences_table(report, o);
+    }));
+    s.push(Section::new("stall-tables", "Stall tables", |o| {
+        stall_tables(report, o);
+        super::ftrace::ftrace_html(o, report);
+    }));
+    s.push(Section::new("text", "The text report", |o| {
+        let _ = writeln!(
+            o,
+            "<details><summary>As <code>reclaimlab report</code> prints it (mmtests' compare format), to paste into a mail</summary><pre>{}</pre></details>",
+            esc(&render_text(report))
+        );
+    }));
+    s
+}
+
+fn plots(out: &mut String, note: &str, draw: impl FnOnce(&mut String)) {
+    let _ = writeln!(out, "<p class=\"note\">{note}</p>\n<div class=\"plots\">");
+    draw(out);
+    out.push_str("</div>\n");
+}
+
+/// The distinct values of a field over the runs, in run order.
+fn distinct<'a>(report: &'a Report, f: impl Fn(&'a RunReport) -> &'a str) -> Vec<&'a str> {
+    let mut seen = BTreeSet::new();
+    report
+        .runs
         .iter()
-        .flat_map(|l| l.points.iter())
-        .filter(|p| p.0.is_finite() && p.1.is_finite());
-    let first = it.next()?;
-    let mut b = (first.0, first.0, first.1, first.1);
-    for p in it {
-        b.0 = b.0.min(p.0);
-        b.1 = b.1.max(p.0);
-        b.2 = b.2.min(p.1);
-        b.3 = b.3.max(p.1);
-    }
-    Some(b)
+        .map(f)
+        .filter(|v| seen.insert(*v))
+        .collect()
 }
 
-/// Step CDF as a polyline: horizontal then vertical segments.
-fn stairs(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
-    let mut out = Vec::with_capacity(points.len() * 2 + 1);
-    let mut prev_y = 0.0;
-    for &(x, y) in points {
-        out.push((x, prev_y));
-        out.push((x, y));
-        prev_y = y;
+fn what_was_run(report: &Report, out: &mut String) {
+    out.push_str("<dl class=\"about\">\n");
+    let mut row = |k: &str, v: String| {
+        let _ = writeln!(out, "<dt>{k}</dt><dd>{v}</dd>");
+    };
+    if let Some(c) = &report.command {
+        row("command", format!("<code>{}</code>", esc(c)));
     }
-    out
-}
-
-fn latency_plots(report: &Report, out: &mut String) {
-    let mut labels: Vec<String> = Vec::new();
-    for r in &report.runs {
-        for (l, _) in &r.plots.latency_cdf {
-            if !labels.contains(l) {
-                labels.push(l.clone());
+    let list = |v: Vec<&str>| v.iter().map(|s| esc(s)).collect::<Vec<_>>().join("; ");
+    let workloads: Vec<String> = report
+        .runs
+        .iter()
+        .map(|r| {
+            if r.about.workload_spec.is_empty() || r.about.workload_spec == r.workload {
+                r.workload.clone()
+            } else {
+                format!("{} ({})", r.workload, r.about.workload_spec)
             }
-        }
-    }
-    if labels.is_empty() {
-        out.push_str("<p class=\"note\">No latency samples.</p>\n");
-        return;
-    }
-    for l in &labels {
-        let lines: Vec<Line> = report
-            .runs
+        })
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    row("workload", esc(&workloads.join("; ")));
+    // The workload's own settings, where every run has the same value.
+    if let Some(first) = report.runs.first() {
+        let common: Vec<String> = first
+            .about
+            .workload_settings
             .iter()
-            .filter_map(|r| {
-                let pts = r.plots.latency_cdf.iter().find(|(k, _)| k == l)?;
-                Some(Line {
-                    name: r.name.clone(),
-                    points: stairs(&pts.1),
-                })
-            })
-            .collect();
-        let Some((xmin, xmax, _, _)) = bounds(&lines) else {
-            continue;
-        };
-        // Log x axis: latency outliers span orders of magnitude.
-        let lo = if xmin > 0.0 {
-            xmin
-        } else {
-            (xmax * 1e-4).max(1e-6)
-        };
-        let hi = if xmax > lo { xmax * 1.05 } else { lo * 10.0 };
-        let lines: Vec<Line> = lines
-            .into_iter()
-            .map(|mut ln| {
-                for p in &mut ln.points {
-                    p.0 = p.0.max(lo);
-                }
-                ln
-            })
-            .collect();
-        out.push_str(&draw_lines(
-            &format!("{l}: latency distribution (CDF)"),
-            "latency, ms (log)",
-            "fraction of samples <= x",
-            (lo..hi).log_scale(),
-            0.0..1.0,
-            &lines,
-        ));
-        out.push('\n');
-    }
-}
-
-fn velocity_plots(report: &Report, out: &mut String) {
-    for r in &report.runs {
-        let v = &r.plots.vmstat;
-        if v.len() < 2 {
-            let _ = writeln!(
-                out,
-                "<p class=\"note\">{}: fewer than two vmstat samples, no velocity plot.</p>",
-                esc(&r.name)
-            );
-            continue;
-        }
-        type Get = fn(&crate::input::VmstatPoint) -> i64;
-        let mut series: Vec<(&str, Get)> = vec![
-            ("kswapd scan", |p| p.kswapd_scan),
-            ("direct scan", |p| p.direct_scan),
-            ("kswapd steal", |p| p.kswapd_steal),
-            ("direct steal", |p| p.direct_steal),
-        ];
-        if r.ops.memcg.is_some() {
-            series.push(("anon+file scan (memcg)", |p| p.lru_scan));
-            series.push(("anon+file steal (memcg)", |p| p.lru_steal));
-        }
-        let lines: Vec<Line> = series
-            .iter()
-            .map(|(name, get)| Line {
-                name: name.to_string(),
-                // Each interval's mean rate, drawn flat over the interval.
-                points: v
-                    .windows(2)
-                    .filter(|w| w[1].t_s > w[0].t_s)
-                    .flat_map(|w| {
-                        let d = (get(&w[1]) - get(&w[0])) as f64;
-                        let rate = (d / (w[1].t_s - w[0].t_s)).max(0.0);
-                        [(w[0].t_s, rate), (w[1].t_s, rate)]
-                    })
-                    .collect(),
-            })
-            .collect();
-        let Some((xmin, xmax, _, ymax)) = bounds(&lines) else {
-            continue;
-        };
-        let xmax = if xmax > xmin { xmax } else { xmin + 1.0 };
-        let ymax = if ymax > 0.0 { ymax * 1.05 } else { 1.0 };
-        out.push_str(&draw_lines(
-            &format!("{}: reclaim velocity", r.name),
-            "time, s",
-            "pages/s",
-            xmin..xmax,
-            0.0..ymax,
-            &lines,
-        ));
-        out.push('\n');
-    }
-}
-
-fn stall_plots(report: &Report, out: &mut String) {
-    let mut keys: Vec<(String, String)> = Vec::new();
-    for r in &report.runs {
-        for s in &r.stall_summary {
-            let k = (s.event.clone(), s.reason.clone());
-            if !keys.contains(&k) {
-                keys.push(k);
-            }
-        }
-    }
-    keys.sort_by_key(|(e, r)| {
-        (
-            StallEvent::ALL.iter().position(|x| x.name() == e),
-            r.clone(),
-        )
-    });
-    if keys.is_empty() {
-        out.push_str("<p class=\"note\">No stall events in any trace.</p>\n");
-        return;
-    }
-    for (event, reason) in &keys {
-        let mut lines = Vec::new();
-        for r in &report.runs {
-            for who in ["kswapd", "direct"] {
-                let d = delay_distribution(&r.stalls, event, reason, Some(who));
-                let n: u64 = d.values().sum();
-                if n == 0 {
-                    continue;
-                }
-                let mut acc = 0;
-                let pts: Vec<(f64, f64)> = d
+            .filter(|kv| {
+                report
+                    .runs
                     .iter()
-                    .map(|(&us, &c)| {
-                        acc += c;
-                        (us as f64 / 1000.0, acc as f64 / n as f64)
-                    })
-                    .collect();
-                lines.push(Line {
-                    name: format!("{} {who} (n={n})", r.name),
-                    points: stairs(&pts),
-                });
-            }
+                    .all(|r| r.about.workload_settings.contains(kv))
+            })
+            .map(|(k, v)| format!("<code>{}={}</code>", esc(k), esc(v)))
+            .collect();
+        if !common.is_empty() {
+            row("workload settings", common.join(" "));
         }
-        let Some((_, xmax, _, _)) = bounds(&lines) else {
-            continue;
-        };
-        let xmax = if xmax > 0.0 { xmax * 1.05 } else { 1.0 };
-        let title = if reason.is_empty() {
-            format!("{event}: delay distribution (CDF)")
-        } else {
-            format!("{event} {reason}: delay distribution (CDF)")
-        };
-        out.push_str(&draw_lines(
-            &title,
-            "delay, ms",
-            "fraction of stalls <= x",
-            0.0..xmax,
-            0.0..1.0,
-            &lines,
-        ));
-        out.push('\n');
     }
-}
-
-fn stall_tables(report: &Report, out: &mut String) {
-    for r in &report.runs {
-        let _ = writeln!(out, "<h3>{}</h3>", esc(&r.name));
-        if !r.trace.present {
-            let _ = writeln!(
-                out,
-                "<p class=\"note\">No trace: {}</p>",
-                esc(r
-                    .trace
-                    .note
-                    .as_deref()
-                    .unwrap_or("the record has no trace.txt.gz"))
-            );
-            continue;
-        }
-        if r.stall_summary.is_empty() {
-            out.push_str("<p class=\"note\">No stall events.</p>\n");
-            continue;
-        }
-        out.push_str("<table><tr><th>event</th><th>who</th><th>reason</th><th>count</th><th>not delayed %</th><th>hit timeout %</th><th>mean delay µs</th><th>p99 delay µs</th><th>max delay µs</th></tr>\n");
-        for s in &r.stall_summary {
-            let _ = writeln!(
-                out,
-                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{:.1}</td><td>{}</td><td>{}</td></tr>",
-                esc(&s.event),
-                esc(&s.who),
-                esc(&s.reason),
-                s.count,
-                s.not_delayed_pct,
-                s.hit_timeout_pct,
-                s.mean_delay_us,
-                s.p99_delay_us,
-                s.max_delay_us
-            );
-        }
-        out.push_str("</table>\n");
-        let mut pre = String::new();
-        for ev in StallEvent::ALL {
-            for who in ["kswapd", "direct"] {
-                let h = uniq_c_histogram(&r.stalls, ev.name(), who);
-                if !h.is_empty() {
-                    let _ = writeln!(pre, "{} {who}", ev.name());
-                    pre.push_str(&h);
-                }
-            }
-        }
+    row(
+        "machine",
+        list(distinct(report, |r| r.about.machine.as_str())),
+    );
+    row("kernels", list(distinct(report, |r| r.kernel.as_str())));
+    row("seeds", list(distinct(report, |r| r.about.seed.as_str())));
+    row("origin", list(distinct(report, |r| r.origin.as_str())));
+    row(
+        "reclaimlab",
+        list(distinct(report, |r| r.about.tool_version.as_str())),
+    );
+    let rule = match report.significance {
+        Significance::Ttest => "two-sample t-test, p &lt; 0.10 (mmtests 2018–2024)",
+        Significance::Ci => "mean ± 1.96·stddev intervals, |cidiff| &gt; 1 (mmtests 2024–)",
+    };
+    row("significance", rule.to_string());
+    out.push_str("</dl>\n");
+    for n in &report.notes {
+        let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(n));
+    }
+    let _ = writeln!(
+        out,
+        "<table class=\"left\"><tr><th>colour</th><th>run</th><th>origin</th><th>kernel</th><th>reclaim scope</th><th>record</th></tr>"
+    );
+    for (i, r) in report.runs.iter().enumerate() {
+        let base = if i == 0 { " (baseline)" } else { "" };
         let _ = writeln!(
             out,
-            "<details><summary>uniq -c histograms</summary><pre>{}</pre></details>",
-            esc(&pre)
+            "<tr><td><i class=\"sw\" style=\"border-color:{c};background:{c}\"></i></td><td>{}{base}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc(&r.name),
+            esc(&r.origin),
+            esc(&r.kernel),
+            esc(&r.reclaim_scope),
+            esc(&r.record),
+            c = hex(run_color(i))
         );
+    }
+    out.push_str("</table>\n");
+    if !report.differences.is_empty() {
+        out.push_str("<p>What the runs are set up differently in: <a href=\"#tables-setup\">Set up differently</a>.</p>\n");
     }
 }
 
-const CSS: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em;max-width:1200px;color:#222}\
-h1{font-size:1.5em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}\
-pre{font-family:ui-monospace,'DejaVu Sans Mono',monospace;font-size:12px;background:#f7f7f7;padding:1em;overflow-x:auto}\
-table{border-collapse:collapse;font-size:13px;margin:.5em 0}td,th{border:1px solid #ddd;padding:2px 6px;text-align:right}\
-th{background:#f0f0f0}td:nth-child(-n+3){text-align:left}.note{color:#8a4b00}\
-table.cmp td{text-align:right}table.cmp td:first-child{text-align:left}\
-.plots svg{max-width:100%;height:auto;margin:.5em 0;border:1px solid #eee}";
+/// A headline figure: its label, its value in a run, and whether lower is
+/// better (for the sign of its %).
+type Headline<'a> = (String, Box<dyn Fn(&RunReport) -> Option<f64> + 'a>);
+
+fn headlines(report: &Report) -> Vec<Headline<'_>> {
+    let mut h: Vec<Headline> = Vec::new();
+    if let Some(op) = report.comparable.compared.last() {
+        h.push((
+            format!("Amean {op} (ms)"),
+            Box::new(move |r: &RunReport| r.latency.get(op).map(|l| l.amean)),
+        ));
+        h.push((
+            format!("Max-99 {op} (ms)"),
+            Box::new(move |r: &RunReport| r.latency.get(op).map(|l| l.max99)),
+        ));
+    }
+    h.push((
+        "Direct pages scanned".into(),
+        Box::new(|r: &RunReport| Some(r.ops.direct_pages_scanned as f64)),
+    ));
+    h.push((
+        "Kswapd pages scanned".into(),
+        Box::new(|r: &RunReport| Some(r.ops.kswapd_pages_scanned as f64)),
+    ));
+    h.push((
+        "Direct efficiency %".into(),
+        Box::new(|r: &RunReport| Some(r.ops.direct_efficiency_pct)),
+    ));
+    h.push((
+        "Page reclaim immediate".into(),
+        Box::new(|r: &RunReport| Some(r.ops.page_reclaim_immediate as f64)),
+    ));
+    h.push((
+        "Duration System (s)".into(),
+        Box::new(|r: &RunReport| Some(r.duration.system_s)),
+    ));
+    h.push((
+        "Duration User (s)".into(),
+        Box::new(|r: &RunReport| Some(r.duration.user_s)),
+    ));
+    h.push((
+        "Seconds slept in traced stalls".into(),
+        Box::new(|r: &RunReport| r.stalled_s()),
+    ));
+    h
+}
+
+fn summary(report: &Report, out: &mut String) {
+    let h = headlines(report);
+    let heaviest = report.comparable.compared.last();
+    let cell = |fi: usize, ri: usize| -> String {
+        let r = &report.runs[ri];
+        let Some(v) = (h[fi].1)(r) else {
+            return "<td>–</td>".into();
+        };
+        let base = (h[fi].1)(&report.runs[0]);
+        let sig = fi == 0
+            && heaviest
+                .and_then(|op| r.latency.get(op))
+                .and_then(|l| l.vs_baseline.as_ref())
+                .is_some_and(|v| v.significant);
+        let pct = match base {
+            Some(b) if ri > 0 && b != 0.0 => {
+                format!(" <span class=\"pct\">({:+.1}%)</span>", (v - b) * 100.0 / b)
+            }
+            _ => String::new(),
+        };
+        let class = if sig { " class=\"sig\"" } else { "" };
+        format!(
+            "<td{class}>{}{}{pct}</td>",
+            si(v),
+            if sig { " *" } else { "" }
+        )
+    };
+    out.push_str("<p class=\"note\">% is the change against the baseline (the first run): + means more, whatever is better. * marks a significant Amean difference.</p>\n");
+    let many = report.runs.len() > super::runs::MANY_RUNS;
+    if many {
+        // A row per run, so that a sweep reads down the page.
+        out.push_str("<table class=\"cmp\"><tr><th>run</th>");
+        for (label, _) in &h {
+            let _ = write!(out, "<th>{}</th>", esc(label));
+        }
+        out.push_str("</tr>\n");
+        for ri in 0..report.runs.len() {
+            let _ = write!(
+                out,
+                "<tr><td><i class=\"sw\" style=\"border-color:{c};background:{c}\"></i>{}</td>",
+                esc(&report.runs[ri].name),
+                c = hex(run_color(ri))
+            );
+            for fi in 0..h.len() {
+                out.push_str(&cell(fi, ri));
+            }
+            out.push_str("</tr>\n");
+        }
+    } else {
+        out.push_str("<table class=\"cmp\"><tr><th>figure</th>");
+        for (ri, r) in report.runs.iter().enumerate() {
+            let _ = write!(
+                out,
+                "<th><i class=\"sw\" style=\"border-color:{c};background:{c}\"></i>{}</th>",
+                esc(&r.name),
+                c = hex(run_color(ri))
+            );
+        }
+        out.push_str("</tr>\n");
+        for (fi, (label, _)) in h.iter().enumerate() {
+            let _ = write!(out, "<tr><td>{}</td>", esc(label));
+            for ri in 0..report.runs.len() {
+                out.push_str(&cell(fi, ri));
+            }
+            out.push_str("</tr>\n");
+        }
+    }
+    out.push_str("</table>\n");
+    // The significant differences, in words.
+    let mut sig = Vec::new();
+    for op in &report.comparable.compared {
+        let Some(b) = report.runs.first().and_then(|r| r.latency.get(op)) else {
+            continue;
+        };
+        for r in report.runs.iter().skip(1) {
+            let Some(l) = r.latency.get(op) else { continue };
+            let Some(v) = l.vs_baseline.as_ref().filter(|v| v.significant) else {
+                continue;
+            };
+            let how = match (v.p_value, v.cidiff) {
+                (Some(p), _) => format!("p = {p:.3}"),
+                (_, Some(c)) => format!("cidiff = {c:.2}"),
+                _ => "zero spread on both sides".into(),
+            };
+            let word = if l.amean > b.amean {
+                "slower"
+            } else {
+                "faster"
+            };
+            sig.push(format!(
+                "<li><b>{}</b>: Amean {} {:.1} ms against {:.1} ms, {word} ({:+.2}%, {how}; n = {} and {})</li>",
+                esc(&r.name),
+                esc(op),
+                l.amean,
+                b.amean,
+                -v.pct.amean,
+                l.n,
+                b.n
+            ));
+        }
+    }
+    if sig.is_empty() {
+        out.push_str("<p>No Amean difference against the baseline is significant.</p>\n");
+    } else {
+        let _ = writeln!(
+            out,
+            "<p>Significant Amean differences against the baseline ({}):</p>\n<ul>",
+            esc(&report.baseline)
+        );
+        for s in sig.iter().take(40) {
+            out.push_str(s);
+            out.push('\n');
+        }
+        if sig.len() > 40 {
+            let _ = writeln!(out, "<li>and {} more (see the tables)</li>", sig.len() - 40);
+        }
+        out.push_str("</ul>\n");
+    }
+    if let Some(note) = too_few_samples_note(report) {
+        let _ = writeln!(out, "<p class=\"note\">Note: {}.</p>", esc(&note));
+    }
+}
+
+const CSS: &str = "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:2em auto;max-width:1200px;padding:0 1em;color:#222;line-height:1.4}\
+h1{font-size:1.5em}h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:2em}h3{margin-top:1.5em}\
+pre,code{font-family:ui-monospace,'DejaVu Sans Mono',monospace;font-size:12px}pre{background:#f7f7f7;padding:1em;overflow-x:auto}\
+table{border-collapse:collapse;font-size:13px;margin:.5em 0;display:block;overflow-x:auto;max-width:100%}td,th{border:1px solid #ddd;padding:2px 6px;text-align:right;white-space:nowrap}\
+th{background:#f0f0f0}table.left td,table.cmp td:first-child,table.cmp td:nth-child(2),table.left3 td:nth-child(-n+3){text-align:left}\
+table.cmp.left td{text-align:left}td.sig{font-weight:bold;color:#a00}.pct{color:#666}tr.few td{color:#8a4b00}\
+.note{color:#8a4b00}dl.about{display:grid;grid-template-columns:max-content auto;gap:.2em 1em}dt{font-weight:bold}dd{margin:0}\
+nav.toc ul{columns:2}figure.plot{display:inline-block;margin:.5em;vertical-align:top;max-width:100%}\
+figure.plot svg{max-width:100%;height:auto;border:1px solid #eee}figcaption.legend{font-size:12px;max-width:560px}\
+figcaption.legend span{margin-right:1em;display:inline-block}\
+i.sw{display:inline-block;width:18px;height:0;border-top:3px solid;vertical-align:middle;margin-right:4px}\
+i.sw.dashed{border-top-style:dashed}i.sw.dot{height:0}details{margin:.3em 0}summary{cursor:pointer}";
 
 /// Renders the report as one self-contained HTML page.
 pub fn render_html(report: &Report) -> Vec<u8> {
@@ -377,7 +406,7 @@ pub fn render_html(report: &Report) -> Vec<u8> {
 
 /// The page with further sections (self-contained HTML fragments such as
 /// [`super::fidelity_html::fidelity_section`]) after its own, and their CSS.
-pub fn render_html_with(report: &Report, sections: &[String]) -> Vec<u8> {
+pub fn render_html_with(report: &Report, extra: &[String]) -> Vec<u8> {
     let mut out = String::new();
     let names: Vec<&str> = report.runs.iter().map(|r| r.name.as_str()).collect();
     // A sweep's hundreds of names do not make a title.
@@ -389,49 +418,45 @@ pub fn render_html_with(report: &Report, sections: &[String]) -> Vec<u8> {
     };
     let _ = write!(
         out,
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{}</title><style>{CSS}{}</style></head><body>\n<h1>{}</h1>\n",
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>{}</title><style>{CSS}{}</style></head><body>\n<h1>{}</h1>\n",
         esc(&title),
-        if sections.is_empty() {
+        if extra.is_empty() {
             ""
         } else {
             super::fidelity_html::FIDELITY_CSS
         },
         esc(&title)
     );
-    out.push_str("<table><tr><th>run</th><th>origin</th><th>kernel</th><th>workload</th><th>reclaim scope</th><th>record</th></tr>\n");
-    for r in &report.runs {
+    let sections = sections(report);
+    out.push_str("<nav class=\"toc\"><b>Contents</b><ul>\n");
+    for s in &sections {
         let _ = writeln!(
             out,
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&r.name),
-            esc(&r.origin),
-            esc(&r.kernel),
-            esc(&r.workload),
-            esc(&r.reclaim_scope),
-            esc(&r.record)
+            "<li><a href=\"#{}\">{}</a></li>",
+            esc(&s.id),
+            esc(&s.title)
         );
     }
-    out.push_str("</table>\n");
-    for n in &report.notes {
-        let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(n));
+    if !extra.is_empty() {
+        out.push_str("<li><a href=\"#fidelity\">Fidelity</a></li>\n");
     }
-    let _ = writeln!(
-        out,
-        "<h2>Comparison (mmtests compare format)</h2>\n<pre>{}</pre>",
-        esc(&render_text(report))
-    );
-    super::sweep::sweep_plots(report, &mut out);
-    out.push_str("<h2>Latency distributions</h2>\n<div class=\"plots\">\n");
-    latency_plots(report, &mut out);
-    out.push_str("</div>\n<h2>Reclaim velocity: kswapd vs direct</h2>\n<div class=\"plots\">\n");
-    velocity_plots(report, &mut out);
-    out.push_str("</div>\n<h2>Stalls</h2>\n<div class=\"plots\">\n");
-    stall_plots(report, &mut out);
-    out.push_str("</div>\n");
-    stall_tables(report, &mut out);
-    super::ftrace::ftrace_html(&mut out, report);
-    for section in sections {
-        out.push_str(section);
+    out.push_str("</ul></nav>\n");
+    for s in &sections {
+        let _ = writeln!(
+            out,
+            "<section id=\"{}\"><h2>{}</h2>",
+            esc(&s.id),
+            esc(&s.title)
+        );
+        out.push_str(&s.body);
+        out.push_str("</section>\n");
+    }
+    if !extra.is_empty() {
+        out.push_str("<section id=\"fidelity\">\n");
+        for section in extra {
+            out.push_str(section);
+        }
+        out.push_str("</section>\n");
     }
     out.push_str("</body></html>\n");
     out.into_bytes()

@@ -12,6 +12,10 @@
 //! histograms use the `sort | uniq -c | sort -n` shape of the 2021 letters.
 //! mmtests' ftrace stall monitor tables follow them (`format/ftrace.rs`).
 //!
+//! Departures for small samples: an operation where some run has fewer than
+//! ten samples gets a `Samples` row after the statistics, and where a run has
+//! fewer than two, no `*` (see `stats::MIN_SAMPLES`) and a footnote saying so.
+//!
 //! One departure, for long run names (`reclaimlab sim --sweep` makes names of
 //! 45+ characters): mmtests prints an overlong name in full and lets it stick
 //! out past its fixed-width column, so headers and values drift apart. Here a
@@ -164,7 +168,7 @@ pub(crate) const STATS: [&str; 9] = [
     "BAmean-95",
 ];
 
-fn stat_value(l: &LatencyReport, i: usize) -> f64 {
+pub(crate) fn stat_value(l: &LatencyReport, i: usize) -> f64 {
     [
         l.min, l.amean, l.stddev, l.coeffvar, l.max90, l.max95, l.max99, l.max, l.bamean95,
     ][i]
@@ -214,6 +218,73 @@ fn latency_table(out: &mut String, report: &Report) {
             out.push('\n');
         }
     }
+    // `Samples` rows (not mmtests'): the sample count of each operation where
+    // some run has few, so that a large % on a handful of samples reads as
+    // what it is.
+    for op in ops.iter().filter(|op| min_samples(report, op) < SMALL_N) {
+        let mut line = format!("{:<stat_w$} {op:<op_w$}", "Samples");
+        for (run, &width) in report.runs.iter().zip(&widths) {
+            match run.latency.get(op) {
+                Some(l) => {
+                    let _ = write!(
+                        line,
+                        "{:>w$}{:>pad$}",
+                        l.n,
+                        "",
+                        w = width - (COMPARE + 4),
+                        pad = COMPARE + 4
+                    );
+                }
+                None => {
+                    let _ = write!(line, "{:>width$}", "");
+                }
+            }
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+}
+
+/// Below this many samples in some run, an operation gets a `Samples` row.
+pub(crate) const SMALL_N: usize = 10;
+
+/// The fewest samples any run has of an operation (runs without it aside).
+pub(crate) fn min_samples(report: &Report, op: &str) -> usize {
+    report
+        .runs
+        .iter()
+        .filter_map(|r| r.latency.get(op).map(|l| l.n))
+        .min()
+        .unwrap_or(0)
+}
+
+/// The footnote for operations where a run has fewer samples than a
+/// significance test needs: which, and why they carry no mark. `None` when
+/// every compared operation has enough in every run.
+pub(crate) fn too_few_samples_note(report: &Report) -> Option<String> {
+    let mut cases = Vec::new();
+    for op in &report.comparable.compared {
+        let few: Vec<String> = report
+            .runs
+            .iter()
+            .filter_map(|r| {
+                let n = r.latency.get(op)?.n;
+                (n < crate::stats::MIN_SAMPLES).then(|| format!("{} has {n}", r.name))
+            })
+            .collect();
+        if !few.is_empty() {
+            cases.push(format!("{op} ({})", few.join(", ")));
+        }
+    }
+    if cases.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "no significance mark for {}: a test needs at least {} samples on each side \
+         (one sample has no spread; mmtests would take its stddev as 0 and mark any difference)",
+        cases.join("; "),
+        crate::stats::MIN_SAMPLES
+    ))
 }
 
 fn plain_table(
@@ -521,6 +592,9 @@ pub fn render_text(report: &Report) -> String {
     } else {
         out.push_str("Latency (ms)\n");
         latency_table(&mut out, report);
+        if let Some(note) = too_few_samples_note(report) {
+            let _ = writeln!(out, "note: {note}");
+        }
         out.push('\n');
     }
     duration_table(&mut out, report);
@@ -685,6 +759,53 @@ mod tests {
         );
     }
 
+    /// One latency sample against many: the Amean differs by far more than
+    /// the many samples' spread, which mmtests would mark `*`; here there is
+    /// no mark, a footnote says why, and a `Samples` row shows the counts.
+    #[test]
+    fn one_sample_gets_no_mark_and_a_footnote() {
+        let d = Duration::default();
+        let many: Vec<(u32, f64)> = (0..40).map(|i| (8, 200.0 + f64::from(i % 5))).collect();
+        let base = run("v5.15", &many, d, &[]);
+        let new = run("v5.16-rc1", &[(8, 52_000.0)], d, &[]);
+        let r = build_report(&[base, new], Options::default());
+        let v = r.runs[1]
+            .latency
+            .get("mmap-8")
+            .unwrap()
+            .vs_baseline
+            .clone()
+            .unwrap();
+        assert!(!v.significant, "{v:?}");
+        let t = render_text(&r);
+        let amean = t.lines().find(|l| l.starts_with("Amean")).unwrap();
+        assert!(!amean.contains('*'), "{amean}");
+        assert!(
+            t.contains("note: no significance mark for mmap-8 (v5.16-rc1 has 1): a test needs at least 2 samples on each side"),
+            "{t}"
+        );
+        let samples = t.lines().find(|l| l.starts_with("Samples")).unwrap();
+        assert_eq!(
+            samples.split_whitespace().collect::<Vec<_>>(),
+            ["Samples", "mmap-8", "40", "1"]
+        );
+        // Two samples on the new side: tested, and significant.
+        let new2 = run("v5.16-rc1", &[(8, 52_000.0), (8, 52_010.0)], d, &[]);
+        let base = run("v5.15", &many, d, &[]);
+        let r = build_report(&[base, new2], Options::default());
+        assert!(
+            r.runs[1]
+                .latency
+                .get("mmap-8")
+                .unwrap()
+                .vs_baseline
+                .as_ref()
+                .unwrap()
+                .significant
+        );
+        assert!(too_few_samples_note(&r).is_none());
+    }
+
     #[test]
     fn header_split() {
         assert_eq!(
@@ -775,9 +896,14 @@ mod tests {
         let r = build_report(&runs, Options::default());
         let html = String::from_utf8(crate::format::html::render_html(&r)).unwrap();
         let sweep = &html[html
-            .find("<h2>Sweep: figures against t</h2>")
+            .find("<h2>Sweep</h2>\n<h3 id=\"sweep-plots\">Figures against t</h3>")
             .expect("sweep plots")..];
         let sweep = &sweep[..sweep.find("<h2>Latency distributions").unwrap()];
+        // Short labels: the kernel alone names a line; markers on points.
+        assert!(
+            sweep.contains("</i>v5.15</span>") && sweep.contains("<circle"),
+            "{sweep}"
+        );
         assert!(
             sweep.contains("Amean mmap-4 against t")
                 && sweep.contains("Direct pages scanned against t")
@@ -786,9 +912,13 @@ mod tests {
         // first plot: log x (10 to 1000), so evenly spaced.
         let first = &sweep[..sweep.find("</svg>").unwrap()];
         let lines: Vec<&str> = first
-            .split("stroke-width=\"2\" points=\"")
+            .split("<polyline ")
             .skip(1)
-            .map(|p| &p[..p.find('"').unwrap()])
+            .filter(|p| !p.contains("stroke=\"#000000\""))
+            .map(|p| {
+                let p = &p[p.find("points=\"").unwrap() + 8..];
+                &p[..p.find('"').unwrap()]
+            })
             .filter(|p| p.split_whitespace().count() == 3)
             .collect();
         assert_eq!(lines.len(), 2, "{first}");
@@ -809,7 +939,7 @@ mod tests {
             Options::default(),
         )))
         .unwrap();
-        assert!(!html.contains("<h2>Sweep"));
+        assert!(!html.contains("<h2>Sweep</h2>"));
         let seeds: Vec<RunInput> = (1..=3)
             .map(|s| {
                 let mut r = mk("v5.16", 10, 10.0);
@@ -823,6 +953,6 @@ mod tests {
             Options::default(),
         )))
         .unwrap();
-        assert!(!html.contains("<h2>Sweep"));
+        assert!(!html.contains("<h2>Sweep</h2>"));
     }
 }

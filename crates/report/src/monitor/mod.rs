@@ -27,7 +27,7 @@ use std::collections::{BTreeMap, HashMap};
 use serde::Serialize;
 
 use crate::stalls::{is_kswapd, FieldError};
-use crate::stats::{self, pdiff, pndiff};
+use crate::stats::{self, pdiff_count, pndiff};
 
 /// Bucket edges of `MonitorFtracesinglelatency`/`MonitorFtracepairlatency`'s
 /// `_SummaryStats` (`samples-0,5` … `samples-5000,max`), in the table's unit.
@@ -188,7 +188,8 @@ fn bucket_names(edges: &[u64]) -> Vec<String> {
 }
 
 /// Whether a row compares with `pdiff` (mmtests' `stat_compare`:
-/// `samples => pdiff`) rather than `pndiff` (lower preferred).
+/// `samples => pdiff`; here [`pdiff_count`], which shows a count falling to
+/// 0 as −100 % where mmtests shows 0 %) rather than `pndiff` (lower preferred).
 pub fn is_samples_row(stat: &str) -> bool {
     stat.starts_with("Samples")
 }
@@ -425,7 +426,7 @@ pub fn ftrace_tables(runs: &[&Monitors]) -> Vec<Vec<FtraceTable>> {
                 for row in &mut t.rows {
                     let Some(br) = b.row(&row.stat) else { continue };
                     row.pct = Some(if is_samples_row(&row.stat) {
-                        pdiff(row.value, br.value)
+                        pdiff_count(row.value, br.value)
                     } else {
                         pndiff(row.value, br.value)
                     });

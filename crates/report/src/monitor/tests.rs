@@ -247,14 +247,15 @@ fn compare_with_the_baseline() {
     assert_eq!(n.row("Max").unwrap().pct, Some(75.0));
     // Samples 4 → 3: pdiff = 3·100/4 − 100 = −25 %.
     assert_eq!(n.row("Samples").unwrap().pct, Some(-25.0));
-    // [5,10): 0 → 3: pdiff with base 0 → 100; [10,100): 4 → 0: pdiff
-    // with new 0 → 0 (mmtests' special cases).
+    // [5,10): 0 → 3: pdiff with base 0 → 100 (mmtests' special case);
+    // [10,100): 4 → 0: −100 %, all gone (mmtests' pdiff would say 0 %).
     assert_eq!(n.row("Samples-[5,10)").unwrap().pct, Some(100.0));
-    assert_eq!(n.row("Samples-[10,100)").unwrap().pct, Some(0.0));
-    // The run without samples: no statistics, Samples 0 (pdiff → 0).
+    assert_eq!(n.row("Samples-[10,100)").unwrap().pct, Some(-100.0));
+    // The run without samples: no statistics, Samples 0 (−100 %).
     assert!(z.row("Min").is_none() && z.row("Amean").is_none());
     assert_eq!(z.samples, 0);
     assert_eq!(z.row("Samples").unwrap().value, 0.0);
+    assert_eq!(z.row("Samples").unwrap().pct, Some(-100.0));
     assert_eq!(z.rows.len(), 1 + 7);
     // No run with samples: no table at all.
     assert!(ftrace_tables(&[&none, &none]).iter().all(Vec::is_empty));
