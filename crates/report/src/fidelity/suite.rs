@@ -97,18 +97,18 @@ mod tests {
     fn paths_are_relative_to_the_suite_and_errors_name_it() {
         let s = parse_suite(
             "schema = 'reclaimlab.fidelity-suite/1'\n[[pair]]\nsim = 'a'\nreal = '/abs/b'\n[[letter]]\nfile = 'l.toml'\nsims = ['../out']\n",
-            Path::new("docs/fidelity/suite.toml"),
+            Path::new("suites/suite.toml"),
         )
         .unwrap();
         assert_eq!(
             s.pairs,
-            [(PathBuf::from("docs/fidelity/a"), PathBuf::from("/abs/b"))]
+            [(PathBuf::from("suites/a"), PathBuf::from("/abs/b"))]
         );
         assert_eq!(
             s.letters,
             [(
-                PathBuf::from("docs/fidelity/l.toml"),
-                vec![PathBuf::from("docs/fidelity/../out")]
+                PathBuf::from("suites/l.toml"),
+                vec![PathBuf::from("suites/../out")]
             )]
         );
         let e = parse_suite(
