@@ -1,0 +1,801 @@
+//! `reclaimlab run --kernel …`: a workload on real kernels booted in qemu guests.
+//!
+//! The second real-kernel backend (the first is the host cgroup runner). Each
+//! guest runs this very binary's `reclaimlab run` inside it, so the record is
+//! made by the same runner code (tracefs capture, vmstat sampling, workers,
+//! fio) as on a host; this module only boots, feeds and collects:
+//! 1. check the host (qemu, tools, memory, disk) before creating anything;
+//! 2. fetch and cache the kernels ([`kernel_cache`]), build and cache the
+//!    initramfs and tools disk ([`image`]);
+//! 3. per boot (kernels alternated across rounds, one guest at a time): fresh
+//!    sparse data, swap and results disks in `/var/tmp/reclaimlab-PID` (logged
+//!    to the state file), qemu `nice`d and logged, the console watched with a
+//!    boot limit and a run limit ([`qemu`]); the guest runs a positive
+//!    control and the workload and writes a tar of its records onto the raw
+//!    results disk, which is read back and labelled ([`results`]);
+//! 4. everything undone on the end, an error or a signal (the state file's undo).
+
+pub mod image;
+pub mod kernel_cache;
+pub mod qemu;
+pub mod results;
+pub mod spec;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::error::{human_bytes, HostError, Result};
+use crate::state::{self, Entry, RunState};
+use crate::sys;
+use kernel_cache::KernelFiles;
+use qemu::{Accel, Disk, Ended, Vm};
+use spec::KernelSpec;
+
+/// Everything a guest run was asked to do.
+#[derive(Debug, Clone)]
+pub struct GuestOptions {
+    /// `stutterp` or a workload spec file.
+    pub workload: String,
+    /// The kernels, in order.
+    pub kernels: Vec<KernelSpec>,
+    /// Guest RAM, bytes.
+    pub guest_memory: u64,
+    /// vCPUs.
+    pub cpus: u32,
+    /// A cgroup v2 limit inside the guest (limit reclaim); None: global reclaim.
+    pub memory: Option<u64>,
+    /// Rounds over the kernels.
+    pub repeat: u32,
+    /// `--set` pairs passed to the guest's `reclaimlab run`.
+    pub sets: Vec<(String, String)>,
+    /// Seconds per workload step (default 30: TCG is slow).
+    pub duration_s: u64,
+    /// The data disk's bandwidth cap, MB/s (qemu `throttling.bps-total`).
+    pub disk_mb_s: u64,
+    /// Run the positive control before the workload.
+    pub control: bool,
+    /// Output directory (default `./guest-<workload>-<unix time>`).
+    pub out: Option<PathBuf>,
+    /// Kernel and image cache.
+    pub cache_dir: PathBuf,
+    /// Update the apt package lists even if cached.
+    pub refresh: bool,
+    /// Seconds to wait for the guest's `/init`.
+    pub boot_timeout_s: u64,
+    /// This binary, copied into the guest.
+    pub exe: PathBuf,
+    /// State files (default [`state::STATE_DIR`]).
+    pub state_dir: PathBuf,
+}
+
+impl GuestOptions {
+    /// Defaults for `workload` on `kernels`.
+    pub fn new(workload: &str, kernels: Vec<KernelSpec>, exe: PathBuf) -> GuestOptions {
+        GuestOptions {
+            workload: workload.into(),
+            kernels,
+            guest_memory: 2 << 30,
+            cpus: 2,
+            memory: None,
+            repeat: 1,
+            sets: Vec::new(),
+            duration_s: 30,
+            disk_mb_s: 16,
+            control: true,
+            out: None,
+            cache_dir: kernel_cache::default_cache_dir(),
+            refresh: false,
+            boot_timeout_s: 180,
+            exe,
+            state_dir: PathBuf::from(state::STATE_DIR),
+        }
+    }
+}
+
+/// One boot's results.
+#[derive(Debug, Clone)]
+pub struct GuestRun {
+    /// `debian-5.10` (plus `#N` for rounds after the first).
+    pub name: String,
+    /// The kernel booted.
+    pub kernel: KernelFiles,
+    /// The workload's record.
+    pub record: PathBuf,
+    /// The positive control's record and its throttling events.
+    pub control: Option<(PathBuf, BTreeMap<String, u64>)>,
+    /// The workload's throttling events.
+    pub events: BTreeMap<String, u64>,
+    /// The guest's facts.
+    pub facts: results::Facts,
+    /// Seconds from qemu's start to `/init`, and to the workload's start.
+    pub boot_s: Option<f64>,
+    /// See `boot_s`.
+    pub to_workload_s: Option<f64>,
+    /// Wall seconds of the boot.
+    pub wall_s: f64,
+    /// The console log.
+    pub console: PathBuf,
+}
+
+/// What a guest run produced.
+#[derive(Debug, Clone)]
+pub struct GuestOutcome {
+    /// The output directory.
+    pub out: PathBuf,
+    /// One per boot, in boot order.
+    pub runs: Vec<GuestRun>,
+    /// The accelerator used.
+    pub accel: Accel,
+    /// Seconds spent fetching kernels and building images before the first boot.
+    pub prepare_s: f64,
+    /// Whether a signal cut it short.
+    pub interrupted: bool,
+}
+
+fn say(msg: &str) {
+    eprintln!("reclaimlab run: {msg}");
+}
+
+/// The positive control: a sequential buffered writer of 1.5x the guest's RAM
+/// and an anon hog of a third of it, with `vm.dirty_ratio` raised so dirty and
+/// writeback pages reach the LRU tail on the capped disk. That is the state
+/// both generations throttle on: kswapd's `nr_immediate` (5.10
+/// `congestion_wait` at the end of `shrink_node`; 6.1 `reclaim_throttle(…,
+/// VMSCAN_THROTTLE_WRITEBACK)`, mm/vmscan.c), and a lruvec marked congested.
+pub fn control_spec(guest_memory: u64) -> String {
+    let mib = guest_memory >> 20;
+    format!(
+        "name = \"positive-control\"\nduration_s = 25\nwarmup_s = 3\n\n\
+         [[worker]]\nkind = \"file-writer\"\ncount = 1\nfiles = 1\nfile_mib = {w}\nblock_kib = 1024\npattern = \"sequential\"\n\n\
+         [[worker]]\nkind = \"anon-hog\"\ncount = 1\nsize_mib = {h}\n\n\
+         [[worker]]\nkind = \"mmap-latency\"\npages = 4096\n",
+        w = mib * 3 / 2,
+        h = mib / 3
+    )
+}
+
+/// The guest job for `opts`: the control's and the workload's `reclaimlab run` arguments.
+pub fn job_for(opts: &GuestOptions, name: &str, spec_text: Option<&str>) -> image::Job {
+    let mut w: Vec<String> = vec!["run".into()];
+    w.push(if spec_text.is_some() {
+        "/workload.toml".into()
+    } else {
+        opts.workload.clone()
+    });
+    match opts.memory {
+        Some(m) => w.extend([
+            "--scope".into(),
+            "cgroup".into(),
+            "--memory".into(),
+            format!("{}M", m >> 20),
+        ]),
+        None => w.extend(["--scope", "host", "--yes-i-own-this-host"].map(String::from)),
+    }
+    w.extend(["--data-dir", "/data", "--out", "/out/workload", "--name"].map(String::from));
+    w.push(name.into());
+    w.extend(["--duration".into(), opts.duration_s.to_string()]);
+    let has = |k: &str| opts.sets.iter().any(|(s, _)| s == k);
+    if spec_text.is_none() {
+        if !has("stutterp.workers") {
+            w.extend(["--set".into(), "stutterp.workers=2".into()]);
+        }
+        if !has("stutterp.warmup_s") {
+            w.extend(["--set".into(), "stutterp.warmup_s=5".into()]);
+        }
+    }
+    for (k, v) in &opts.sets {
+        w.extend(["--set".into(), format!("{k}={v}")]);
+    }
+    let mut control_spec_text = String::new();
+    let mut c = Vec::new();
+    if opts.control {
+        control_spec_text = control_spec(opts.guest_memory);
+        c = [
+            "run",
+            "/control.toml",
+            "--scope",
+            "host",
+            "--yes-i-own-this-host",
+            "--data-dir",
+            "/data",
+            "--out",
+            "/out/control",
+            "--name",
+        ]
+        .map(String::from)
+        .to_vec();
+        c.push(format!("{name} control"));
+    }
+    image::Job {
+        control_args: c,
+        control_spec: control_spec_text,
+        workload_args: w,
+        control_sysctls: vec![
+            ("vm.dirty_ratio".into(), "80".into()),
+            ("vm.dirty_background_ratio".into(), "50".into()),
+        ],
+        workload_spec: spec_text.map(|t| {
+            let mut t = t.to_string();
+            if !t.ends_with('\n') {
+                t.push('\n');
+            }
+            t
+        }),
+    }
+}
+
+fn need_tool(name: &str, fix: &str) -> Result<PathBuf> {
+    sys::which(name).ok_or_else(|| {
+        HostError::with_fix(
+            format!("{name} not found on PATH: a guest run needs it"),
+            fix,
+        )
+    })
+}
+
+/// Checks the host before anything is created; returns the qemu binary.
+fn preflight(opts: &GuestOptions, data_parent: &Path) -> Result<PathBuf> {
+    let qemu = need_tool("qemu-system-x86_64", "apt-get install -y qemu-system-x86")?;
+    need_tool("tar", "apt-get install -y tar")?;
+    need_tool("nice", "apt-get install -y coreutils")?;
+    need_tool("mkfs.ext4", "apt-get install -y e2fsprogs")?;
+    if opts.guest_memory < 768 << 20 {
+        return Err(HostError::with_fix(
+            format!(
+                "--guest-memory {}: too small for a guest that runs stutterp",
+                human_bytes(opts.guest_memory)
+            ),
+            "--guest-memory 2G (at least 768M)",
+        ));
+    }
+    if let Some(m) = opts.memory {
+        if m < 256 << 20 || m > opts.guest_memory / 10 * 8 {
+            return Err(HostError::with_fix(
+                format!("--memory {}: the cgroup limit inside the guest must be 256M..80% of --guest-memory ({})", human_bytes(m), human_bytes(opts.guest_memory)),
+                format!("--memory {}M", (opts.guest_memory >> 20) / 2),
+            ));
+        }
+    }
+    let avail = fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|t| sys::meminfo_bytes(&t, "MemAvailable"))
+        .unwrap_or(u64::MAX);
+    if avail < opts.guest_memory + (512 << 20) {
+        return Err(HostError::with_fix(
+            format!(
+                "this host has {} available; a guest of {} needs that plus 512 MiB for qemu",
+                human_bytes(avail),
+                human_bytes(opts.guest_memory)
+            ),
+            format!(
+                "--guest-memory {}M, or free memory on the host",
+                (avail.saturating_sub(512 << 20) >> 20).max(768)
+            ),
+        ));
+    }
+    let need = data_disk_bytes(opts.guest_memory) + opts.guest_memory;
+    if let Some(free) = crate::doctor::free_bytes(data_parent) {
+        if free < need {
+            return Err(HostError::with_fix(
+                format!(
+                    "{} has {} free; a guest's data and swap disks may grow to {}",
+                    data_parent.display(),
+                    human_bytes(free),
+                    human_bytes(need)
+                ),
+                "free space under /var/tmp, or a smaller --guest-memory",
+            ));
+        }
+    }
+    if opts.workload != "stutterp" && !Path::new(&opts.workload).is_file() {
+        return Err(HostError::with_fix(
+            format!("workload `{}`: not stutterp and not a spec file", opts.workload),
+            "reclaimlab run stutterp --kernel …, or a workload spec file (reclaimlab list workloads)",
+        ));
+    }
+    Ok(qemu)
+}
+
+/// The data disk's (sparse) size: room for the control's 1.5x-RAM file and stutterp's files.
+fn data_disk_bytes(guest_memory: u64) -> u64 {
+    guest_memory * 4 + (2 << 30)
+}
+
+fn sparse(path: &Path, bytes: u64) -> Result<()> {
+    let f = fs::File::create(path).map_err(|e| HostError::io("cannot create", path, e))?;
+    f.set_len(bytes)
+        .map_err(|e| HostError::io("cannot size", path, e))
+}
+
+/// The initramfs of one boot: base + kernel part (cached per release) + job.
+fn initrd_for(
+    cache: &Path,
+    base: &Path,
+    k: &KernelFiles,
+    job: &image::Job,
+    out: &Path,
+) -> Result<()> {
+    let kpart = cache.join(format!(
+        "images/kernel-{}-{}.cpio.gz",
+        k.release,
+        image::files_key(&[k.vmlinuz.clone()], &k.source)
+    ));
+    if !kpart.is_file() {
+        let mut mods = Vec::new();
+        if let Some(md) = &k.modules {
+            let idx = kernel_cache::module_index(md);
+            let builtin = fs::read_to_string(md.join("modules.builtin")).unwrap_or_default();
+            for m in ["virtio_pci", "virtio_blk", "ext4"] {
+                let built_in = builtin.lines().any(|l| l.ends_with(&format!("/{m}.ko")));
+                if !built_in && !idx.contains_key(m) {
+                    return Err(HostError::with_fix(
+                        format!(
+                            "kernel {}: module {m} is neither built in nor in {}",
+                            k.release,
+                            md.display()
+                        ),
+                        "a kernel with virtio-blk and ext4 (built in or as modules)",
+                    ));
+                }
+            }
+            let deps = |p: &Path| {
+                fs::read(p)
+                    .map(|b| kernel_cache::modinfo_depends(&b))
+                    .unwrap_or_default()
+            };
+            let order = kernel_cache::load_order(
+                &[
+                    "virtio_pci",
+                    "virtio_blk",
+                    "crc32c_generic",
+                    "crc32c_intel",
+                    "ext4",
+                ],
+                &[],
+                &idx,
+                &deps,
+            )
+            .map_err(HostError::new)?;
+            for p in order {
+                let name = p
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                mods.push((
+                    name,
+                    fs::read(&p).map_err(|e| HostError::io("cannot read", &p, e))?,
+                ));
+            }
+        }
+        let config = k.config.as_ref().and_then(|c| fs::read(c).ok());
+        let gz = image::gzip(&image::cpio_newc(&image::kernel_entries(
+            &k.release,
+            config.as_deref(),
+            &mods,
+        )));
+        fs::write(&kpart, gz).map_err(|e| HostError::io("cannot write", &kpart, e))?;
+    }
+    let mut bytes = fs::read(base).map_err(|e| HostError::io("cannot read", base, e))?;
+    bytes.extend(fs::read(&kpart).map_err(|e| HostError::io("cannot read", &kpart, e))?);
+    let job_entries = vec![image::CpioEntry::File(
+        "job.sh".into(),
+        0o755,
+        image::job_script(job).into_bytes(),
+    )];
+    bytes.extend(image::gzip(&image::cpio_newc(&job_entries)));
+    fs::write(out, bytes).map_err(|e| HostError::io("cannot write", out, e))
+}
+
+/// Runs the workload on each kernel in a guest. See the module documentation.
+pub fn run_guests(opts: &GuestOptions, stop: Arc<AtomicBool>) -> Result<GuestOutcome> {
+    let data_parent = PathBuf::from("/var/tmp");
+    let qemu_bin = preflight(opts, &data_parent)?;
+    let spec_text = if opts.workload == "stutterp" {
+        None
+    } else {
+        Some(
+            fs::read_to_string(&opts.workload)
+                .map_err(|e| HostError::io("cannot read", Path::new(&opts.workload), e))?,
+        )
+    };
+    let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let kvm_opens = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/kvm")
+        .is_ok();
+    let accel = qemu::detect_accel(&cpuinfo, kvm_opens);
+    let (cleaned, _) = state::clean_leftovers(&opts.state_dir);
+    for c in cleaned {
+        say(&c);
+    }
+    let t_prep = Instant::now();
+    let mut kernels = Vec::new();
+    for k in &opts.kernels {
+        kernels.push(kernel_cache::prepare(k, &opts.cache_dir, opts.refresh)?);
+    }
+    let (base, tools) = image::base_and_tools(&opts.cache_dir, &opts.exe)?;
+    let prepare_s = t_prep.elapsed().as_secs_f64();
+    let out = opts.out.clone().unwrap_or_else(|| {
+        let secs = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        PathBuf::from(format!("guest-stutterp-{secs}"))
+    });
+    if out.exists()
+        && fs::read_dir(&out)
+            .map(|mut d| d.next().is_some())
+            .unwrap_or(true)
+    {
+        return Err(HostError::with_fix(
+            format!("--out {}: exists and is not empty", out.display()),
+            "choose another --out, or remove it",
+        ));
+    }
+    fs::create_dir_all(&out).map_err(|e| HostError::io("cannot create", &out, e))?;
+
+    let mut st = RunState::create_in(&opts.state_dir)?;
+    let tmp = data_parent.join(format!("{}{}", state::PREFIX, std::process::id()));
+    let result = (|| -> Result<(Vec<GuestRun>, bool)> {
+        st.log(Entry::DataDir(tmp.clone()))?;
+        fs::create_dir_all(&tmp).map_err(|e| HostError::io("cannot create", &tmp, e))?;
+        let mut runs = Vec::new();
+        for (round, ki) in spec::boot_order(kernels.len(), opts.repeat) {
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                return Ok((runs, true));
+            }
+            let k = &kernels[ki];
+            let name = if round == 0 {
+                k.spec.label()
+            } else {
+                format!("{}#{}", k.spec.label(), round + 1)
+            };
+            let r = boot_one(
+                opts,
+                &qemu_bin,
+                accel,
+                k,
+                &name,
+                &base,
+                &tools,
+                &tmp,
+                &out,
+                spec_text.as_deref(),
+                &mut st,
+                &stop,
+            )?;
+            match r {
+                Some(run) => runs.push(run),
+                None => return Ok((runs, true)),
+            }
+        }
+        Ok((runs, false))
+    })();
+    let errs = st.undo_all();
+    for e in &errs {
+        say(&format!("clean-up: {e}"));
+    }
+    let (runs, interrupted) = result?;
+    Ok(GuestOutcome {
+        out,
+        runs,
+        accel,
+        prepare_s,
+        interrupted,
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn boot_one(
+    opts: &GuestOptions,
+    qemu_bin: &Path,
+    accel: Accel,
+    k: &KernelFiles,
+    name: &str,
+    base: &Path,
+    tools: &Path,
+    tmp: &Path,
+    out: &Path,
+    spec_text: Option<&str>,
+    st: &mut RunState,
+    stop: &AtomicBool,
+) -> Result<Option<GuestRun>> {
+    let file_name = name.replace('#', "-r");
+    let job = job_for(opts, name, spec_text);
+    let initrd = tmp.join("initrd.gz");
+    initrd_for(&opts.cache_dir, base, k, &job, &initrd)?;
+    let data = tmp.join("data.img");
+    sparse(&data, data_disk_bytes(opts.guest_memory))?;
+    let mk = Command::new("mkfs.ext4")
+        .args(["-q", "-F", "-L", "rl-data"])
+        .arg(&data)
+        .output()
+        .map_err(|e| HostError::new(format!("cannot run mkfs.ext4: {e}")))?;
+    if !mk.status.success() {
+        return Err(HostError::new(format!(
+            "mkfs.ext4 {} failed: {}",
+            data.display(),
+            String::from_utf8_lossy(&mk.stderr).trim()
+        )));
+    }
+    let swap = tmp.join("swap.img");
+    sparse(&swap, opts.guest_memory)?;
+    let res = tmp.join("results.img");
+    sparse(&res, 1 << 30)?;
+    let console = out.join(format!("{file_name}.console.log"));
+    let vm = Vm {
+        kernel: k.vmlinuz.clone(),
+        initrd,
+        memory_mib: opts.guest_memory >> 20,
+        cpus: opts.cpus,
+        accel,
+        disks: vec![
+            Disk {
+                image: tools.to_path_buf(),
+                serial: "tools".into(),
+                bps: None,
+                readonly: true,
+            },
+            Disk {
+                image: data,
+                serial: "data".into(),
+                bps: Some(opts.disk_mb_s * 1_000_000),
+                readonly: false,
+            },
+            Disk {
+                image: swap,
+                serial: "swap".into(),
+                bps: None,
+                readonly: false,
+            },
+            Disk {
+                image: res.clone(),
+                serial: "results".into(),
+                bps: None,
+                readonly: false,
+            },
+        ],
+        console: console.clone(),
+    };
+    say(&format!(
+        "booting {name}: {} ({}), {} MiB, {} vCPUs, {} (console {})",
+        k.release,
+        k.source,
+        vm.memory_mib,
+        vm.cpus,
+        accel.as_str(),
+        console.display()
+    ));
+    let t0 = Instant::now();
+    let mut running = qemu::start(qemu_bin, &vm)?;
+    st.log(Entry::Process(
+        running.pid,
+        sys::pid_start_time(running.pid),
+    ))?;
+    let steps = 2u64;
+    let budget = opts.boot_timeout_s
+        + 120
+        + if opts.control { 40 + 120 } else { 0 }
+        + steps * (opts.duration_s + 10) * 2
+        + 300;
+    let (ended, boot_s, to_workload_s) = qemu::watch(
+        &mut running,
+        &console,
+        Duration::from_secs(opts.boot_timeout_s),
+        Duration::from_secs(budget),
+        stop,
+    );
+    drop(running);
+    let wall_s = t0.elapsed().as_secs_f64();
+    match ended {
+        Ended::Done => {}
+        Ended::Stopped => return Ok(None),
+        Ended::NoBoot => {
+            return Err(HostError::with_fix(
+                format!("{name} ({}) did not reach its /init within {} s; console log kept: {}", k.release, opts.boot_timeout_s, console.display()),
+                "read the console log; a slow host needs --boot-timeout 600; a kernel of your own needs virtio, serial 8250 and initramfs support",
+            ))
+        }
+        Ended::Timeout => {
+            return Err(HostError::with_fix(
+                format!("{name}: the guest's job did not finish within {budget} s; console log kept: {}", console.display()),
+                "a shorter --duration, or fewer stutterp.workers",
+            ))
+        }
+        Ended::Exited(why) => {
+            return Err(HostError::with_fix(
+                format!("{name}: qemu ended before the job finished ({why}); console log kept: {}", console.display()),
+                "read the console log (an OOM kill or a panic in the guest shows there)",
+            ))
+        }
+    }
+    let unpack = tmp.join("results");
+    let _ = fs::remove_dir_all(&unpack);
+    fs::create_dir_all(&unpack).map_err(|e| HostError::io("cannot create", &unpack, e))?;
+    let t = Command::new("tar")
+        .arg("-xf")
+        .arg(&res)
+        .arg("-C")
+        .arg(&unpack)
+        .output()
+        .map_err(|e| HostError::new(format!("cannot run tar: {e}")))?;
+    if !t.status.success() {
+        return Err(HostError::with_fix(
+            format!(
+                "{name}: the results disk holds no tar ({}); console log: {}",
+                String::from_utf8_lossy(&t.stderr).trim(),
+                console.display()
+            ),
+            "read the console log: the guest's job failed before writing its results",
+        ));
+    }
+    let facts =
+        results::parse_facts(&fs::read_to_string(unpack.join("facts.txt")).unwrap_or_default());
+    for log in ["control.log", "workload.log"] {
+        let _ = fs::copy(unpack.join(log), out.join(format!("{file_name}.{log}")));
+    }
+    facts.check_tracepoints(&k.spec.label())?;
+    let mut params = BTreeMap::new();
+    params.insert("guest.accel".to_string(), accel.as_str().to_string());
+    params.insert("guest.kernel_source".to_string(), k.source.clone());
+    params.insert(
+        "guest.memory_mib".to_string(),
+        (opts.guest_memory >> 20).to_string(),
+    );
+    params.insert("guest.vcpus".to_string(), opts.cpus.to_string());
+    params.insert(
+        "guest.disk_bps".to_string(),
+        (opts.disk_mb_s * 1_000_000).to_string(),
+    );
+    params.insert("guest.lru_gen".to_string(), facts.lru_gen.clone());
+    let mut control = None;
+    let mut notes = vec![format!(
+        "guest: {} booted under qemu {} ({} MiB, {} vCPUs, data disk capped at {} MB/s){}",
+        k.release,
+        accel.as_str(),
+        opts.guest_memory >> 20,
+        opts.cpus,
+        opts.disk_mb_s,
+        if accel == Accel::Tcg {
+            "; TCG: the CPU is many times slower than the host's while timeouts are wall-clock"
+        } else {
+            ""
+        }
+    )];
+    let crec = unpack.join("control");
+    if opts.control {
+        if crec.join("run.json").is_file() {
+            let ev = results::record_throttle_events(&crec);
+            notes.push(format!(
+                "positive control ({}-control): throttling events {}",
+                file_name,
+                results::describe_counts(&ev)
+            ));
+            let dst = out.join(format!("{file_name}-control"));
+            move_record(&crec, &dst, &format!("{name} control"), &params, &[], accel)?;
+            control = Some((dst, ev));
+        } else {
+            notes.push(format!(
+                "positive control: no record (exit {:?}); see {file_name}.control.log",
+                facts.control_exit
+            ));
+        }
+    }
+    let wrec = unpack.join("workload");
+    if !wrec.join("run.json").is_file() {
+        return Err(HostError::with_fix(
+            format!(
+                "{name}: the guest's workload wrote no record (exit {:?}); its log: {}",
+                facts.workload_exit,
+                out.join(format!("{file_name}.workload.log")).display()
+            ),
+            "read that log and the console log",
+        ));
+    }
+    let events = results::record_throttle_events(&wrec);
+    let dst = out.join(&file_name);
+    move_record(&wrec, &dst, name, &params, &notes, accel)?;
+    say(&format!(
+        "{name}: done in {wall_s:.0} s (boot {:.1} s, workload from {:.1} s); throttling: control {}, workload {}",
+        boot_s.unwrap_or(0.0),
+        to_workload_s.unwrap_or(0.0),
+        control.as_ref().map(|(_, e)| results::describe_counts(e)).unwrap_or_else(|| "not run".into()),
+        results::describe_counts(&events)
+    ));
+    Ok(Some(GuestRun {
+        name: name.into(),
+        kernel: k.clone(),
+        record: dst,
+        control,
+        events,
+        facts,
+        boot_s,
+        to_workload_s,
+        wall_s,
+        console,
+    }))
+}
+
+fn move_record(
+    src: &Path,
+    dst: &Path,
+    name: &str,
+    params: &BTreeMap<String, String>,
+    notes: &[String],
+    accel: Accel,
+) -> Result<()> {
+    let rj = src.join("run.json");
+    let text = fs::read_to_string(&rj).map_err(|e| HostError::io("cannot read", &rj, e))?;
+    let new = results::label_run_json(&text, name, params, notes, accel.as_str())
+        .map_err(|e| HostError::new(format!("{}: {e}", rj.display())))?;
+    fs::write(&rj, new).map_err(|e| HostError::io("cannot write", &rj, e))?;
+    // The unpack dir and the output may be on different filesystems: copy.
+    fs::create_dir_all(dst).map_err(|e| HostError::io("cannot create", dst, e))?;
+    for e in fs::read_dir(src)
+        .map_err(|e| HostError::io("cannot read", src, e))?
+        .flatten()
+    {
+        if e.path().is_file() {
+            let to = dst.join(e.file_name());
+            fs::copy(e.path(), &to).map_err(|err| HostError::io("cannot copy to", &to, err))?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn job_arguments_follow_the_options() {
+        let mut o = GuestOptions::new("stutterp", vec![], "/x".into());
+        o.sets = vec![("stutterp.readers".into(), "0".into())];
+        let j = job_for(&o, "debian-5.10", None);
+        let w = j.workload_args.join(" ");
+        assert!(w.starts_with("run stutterp --scope host --yes-i-own-this-host --data-dir /data --out /out/workload --name debian-5.10 --duration 30"), "{w}");
+        assert!(
+            w.contains(
+                "--set stutterp.workers=2 --set stutterp.warmup_s=5 --set stutterp.readers=0"
+            ),
+            "{w}"
+        );
+        assert_eq!(j.control_args[1], "/control.toml");
+        assert!(
+            j.control_spec.contains("file_mib = 3072"),
+            "{}",
+            j.control_spec
+        );
+        o.memory = Some(512 << 20);
+        o.control = false;
+        o.sets = vec![("stutterp.workers".into(), "4".into())];
+        let j = job_for(&o, "n", None);
+        let w = j.workload_args.join(" ");
+        assert!(w.contains("--scope cgroup --memory 512M"), "{w}");
+        assert!(!w.contains("stutterp.workers=2"), "{w}");
+        assert!(j.control_args.is_empty());
+    }
+
+    #[test]
+    fn preflight_names_bad_sizes() {
+        let mut o = GuestOptions::new("stutterp", vec![], "/x".into());
+        o.guest_memory = 256 << 20;
+        if sys::which("qemu-system-x86_64").is_some() {
+            let e = preflight(&o, Path::new("/var/tmp")).unwrap_err();
+            assert!(e.what.contains("--guest-memory"), "{e}");
+            o.guest_memory = 2 << 30;
+            o.memory = Some(1900 << 20);
+            let e = preflight(&o, Path::new("/var/tmp")).unwrap_err();
+            assert!(e.what.contains("--memory"), "{e}");
+        } else {
+            let e = preflight(&o, Path::new("/var/tmp")).unwrap_err();
+            assert!(e.what.contains("qemu-system-x86_64 not found"), "{e}");
+        }
+    }
+}
