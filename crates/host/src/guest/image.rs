@@ -105,7 +105,7 @@ while [ $i -lt 50 ]; do
   [ -n "$DISK_results" ] && [ -n "$DISK_tools" ] && [ -b "$DISK_results" ] && break
   i=$((i+1)); sleep 0.2
 done
-mkdir -p /tools /data /out
+mkdir -p /tools /data /ctl /out
 mount -t ext4 -o ro,noload "$DISK_tools" /tools || echo "reclaimlab-guest: cannot mount the tools disk $DISK_tools"
 echo "RECLAIMLAB-BOOTED $(uname -r)"
 . /job.sh
@@ -124,7 +124,7 @@ pub struct Job {
     pub control_spec: String,
     /// Arguments of the workload's `reclaimlab run`.
     pub workload_args: Vec<String>,
-    /// sysctls set before the control, restored before the workload: (name, value).
+    /// sysctls set before the control (in order), restored in reverse before the workload.
     pub control_sysctls: Vec<(String, String)>,
     /// A workload spec's text, written to `/workload.toml` (None: stutterp).
     pub workload_spec: Option<String>,
@@ -149,6 +149,7 @@ pub fn job_script(job: &Job) -> String {
     let mut s = String::from(
         "mkswap \"$DISK_swap\" >/dev/null && swapon \"$DISK_swap\"\n\
          mount -t ext4 \"$DISK_data\" /data || echo \"reclaimlab-guest: cannot mount the data disk\"\n\
+         [ -n \"$DISK_ctl\" ] && mount -t ext4 \"$DISK_ctl\" /ctl\n\
          {\n  echo \"release $(uname -r)\"\n  echo \"cpus $(nproc)\"\n  \
          echo \"memtotal_kb $(awk '/^MemTotal/ {print $2}' /proc/meminfo)\"\n  \
          echo \"swap_kb $(awk '/^SwapTotal/ {print $2}' /proc/meminfo)\"\n  \
@@ -178,11 +179,16 @@ pub fn job_script(job: &Job) -> String {
                 .collect::<Vec<_>>()
                 .join(" ")
         ));
-        for (k, _) in &job.control_sysctls {
+        // In reverse: writing `vm.dirty_ratio` last also clears a `vm.dirty_bytes`
+        // that cannot be written back to its old 0 (its minimum is two pages).
+        for (k, _) in job.control_sysctls.iter().rev() {
             let p = format!("/proc/sys/{}", k.replace('.', "/"));
-            s.push_str(&format!("echo $old_{} > {p}\n", k.replace('.', "_")));
+            s.push_str(&format!(
+                "echo $old_{} > {p} 2>/dev/null\n",
+                k.replace('.', "_")
+            ));
         }
-        s.push_str("rm -rf /data/* 2>/dev/null; tail -3 /out/control.log\n");
+        s.push_str("rm -rf /ctl/* 2>/dev/null; tail -3 /out/control.log\n");
     }
     if let Some(w) = &job.workload_spec {
         s.push_str("cat > /workload.toml <<'RECLAIMLAB_EOF'\n");

@@ -57,8 +57,8 @@ pub struct GuestOptions {
     pub duration_s: u64,
     /// The data disk's bandwidth cap, MB/s (qemu `throttling.bps-total`).
     pub disk_mb_s: u64,
-    /// Run the positive control before the workload.
-    pub control: bool,
+    /// The positive control before the workload.
+    pub control: Control,
     /// Output directory (default `./guest-<workload>-<unix time>`).
     pub out: Option<PathBuf>,
     /// Kernel and image cache.
@@ -86,7 +86,7 @@ impl GuestOptions {
             sets: Vec::new(),
             duration_s: 30,
             disk_mb_s: 16,
-            control: true,
+            control: Control::Cgroup,
             out: None,
             cache_dir: kernel_cache::default_cache_dir(),
             refresh: false,
@@ -141,23 +141,44 @@ fn say(msg: &str) {
     eprintln!("reclaimlab run: {msg}");
 }
 
-/// The positive control: a sequential buffered writer of 1.5x the guest's RAM
-/// and an anon hog of a third of it, with `vm.dirty_ratio` raised so dirty and
-/// writeback pages reach the LRU tail on the capped disk. That is the state
-/// both generations throttle on: kswapd's `nr_immediate` (5.10
-/// `congestion_wait` at the end of `shrink_node`; 6.1 `reclaim_throttle(…,
-/// VMSCAN_THROTTLE_WRITEBACK)`, mm/vmscan.c), and a lruvec marked congested.
-pub fn control_spec(guest_memory: u64) -> String {
-    let mib = guest_memory >> 20;
+/// The positive control: in a memory cgroup of 256 MiB (the runner's minimum), a sequential
+/// buffered writer of 1 GiB on its own disk capped at [`CONTROL_DISK_BPS`]
+/// (slower than a TCG guest can dirty pages), with the dirty limit raised so
+/// the cgroup's LRU fills with dirty and writeback pages. That is the state
+/// both generations throttle limit reclaim on: `shrink_node` marks the lruvec
+/// congested when every dirty page it met was under writeback for reclaim
+/// (`nr_dirty == nr_congested`), and then a direct reclaimer waits:
+/// `wait_iff_congested` in 5.10, `reclaim_throttle(VMSCAN_THROTTLE_CONGESTED)`
+/// in 6.1 (mm/vmscan.c, both versions); 6.1 also throttles on
+/// `VMSCAN_THROTTLE_WRITEBACK` from kswapd and `ISOLATED` from `too_many_isolated`.
+pub fn control_spec(kind: Control, guest_memory: u64) -> String {
+    let (file_mib, hog_mib) = match kind {
+        Control::Cgroup => (1024, 160),
+        // Global: a hog of 60% of RAM, so that the writer's dirty pages reach
+        // the LRU tail within seconds even on a TCG guest's slow CPU.
+        _ => (3072, (guest_memory >> 20) * 6 / 10),
+    };
     format!(
         "name = \"positive-control\"\nduration_s = 25\nwarmup_s = 3\n\n\
-         [[worker]]\nkind = \"file-writer\"\ncount = 1\nfiles = 1\nfile_mib = {w}\nblock_kib = 1024\npattern = \"sequential\"\n\n\
-         [[worker]]\nkind = \"anon-hog\"\ncount = 1\nsize_mib = {h}\n\n\
-         [[worker]]\nkind = \"mmap-latency\"\npages = 4096\n",
-        w = mib * 3 / 2,
-        h = mib / 3
+         [[worker]]\nkind = \"file-writer\"\ncount = 2\nfiles = 1\nfile_mib = {file_mib}\nblock_kib = 1024\npattern = \"sequential\"\n\n\
+         [[worker]]\nkind = \"anon-hog\"\ncount = 1\nsize_mib = {hog_mib}\n\n\
+         [[worker]]\nkind = \"mmap-latency\"\npages = 2048\n"
     )
 }
+
+/// Which positive control runs before the workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Control {
+    /// None.
+    None,
+    /// Limit reclaim in a 256 MiB cgroup v2.
+    Cgroup,
+    /// Global reclaim (kswapd and direct) of the whole guest.
+    Global,
+}
+
+/// The bandwidth cap of the control's disk, bytes/s.
+pub const CONTROL_DISK_BPS: u64 = 2_000_000;
 
 /// The guest job for `opts`: the control's and the workload's `reclaimlab run` arguments.
 pub fn job_for(opts: &GuestOptions, name: &str, spec_text: Option<&str>) -> image::Job {
@@ -193,31 +214,38 @@ pub fn job_for(opts: &GuestOptions, name: &str, spec_text: Option<&str>) -> imag
     }
     let mut control_spec_text = String::new();
     let mut c = Vec::new();
-    if opts.control {
-        control_spec_text = control_spec(opts.guest_memory);
+    if opts.control != Control::None {
+        control_spec_text = control_spec(opts.control, opts.guest_memory);
         c = [
             "run",
             "/control.toml",
-            "--scope",
-            "host",
-            "--yes-i-own-this-host",
             "--data-dir",
-            "/data",
+            "/ctl",
             "--out",
             "/out/control",
             "--name",
         ]
         .map(String::from)
         .to_vec();
+        let scope: &[&str] = match opts.control {
+            Control::Cgroup => &["--scope", "cgroup", "--memory", "256M"],
+            _ => &["--scope", "host", "--yes-i-own-this-host"],
+        };
+        c.splice(2..2, scope.iter().map(|s| s.to_string()));
         c.push(format!("{name} control"));
     }
     image::Job {
         control_args: c,
         control_spec: control_spec_text,
         workload_args: w,
+        // A dirty limit far above the cgroup's size (vm.dirty_bytes, scaled by
+        // the cgroup's share of memory in `domain_dirty_limits`) lets the
+        // writer fill the cgroup's LRU with dirty pages instead of being held
+        // in balance_dirty_pages; a low background ratio keeps writeback going.
         control_sysctls: vec![
-            ("vm.dirty_ratio".into(), "80".into()),
-            ("vm.dirty_background_ratio".into(), "50".into()),
+            ("vm.dirty_ratio".into(), "20".into()),
+            ("vm.dirty_background_ratio".into(), "5".into()),
+            ("vm.dirty_bytes".into(), "8589934592".into()),
         ],
         workload_spec: spec_text.map(|t| {
             let mut t = t.to_string();
@@ -304,6 +332,29 @@ fn preflight(opts: &GuestOptions, data_parent: &Path) -> Result<PathBuf> {
 /// The data disk's (sparse) size: room for the control's 1.5x-RAM file and stutterp's files.
 fn data_disk_bytes(guest_memory: u64) -> u64 {
     guest_memory * 4 + (2 << 30)
+}
+
+/// Makes an ext4 filesystem on `img`; `journal: false` leaves out the journal,
+/// so that writers on a capped disk block in the VM (dirty limits, reclaim)
+/// rather than behind jbd2 commits waiting on the same slow disk.
+fn mkfs(img: &Path, journal: bool) -> Result<()> {
+    let mut cmd = Command::new("mkfs.ext4");
+    cmd.args(["-q", "-F"]);
+    if !journal {
+        cmd.args(["-O", "^has_journal"]);
+    }
+    let mk = cmd
+        .arg(img)
+        .output()
+        .map_err(|e| HostError::new(format!("cannot run mkfs.ext4: {e}")))?;
+    if !mk.status.success() {
+        return Err(HostError::new(format!(
+            "mkfs.ext4 {} failed: {}",
+            img.display(),
+            String::from_utf8_lossy(&mk.stderr).trim()
+        )));
+    }
+    Ok(())
 }
 
 fn sparse(path: &Path, bytes: u64) -> Result<()> {
@@ -512,24 +563,18 @@ fn boot_one(
     initrd_for(&opts.cache_dir, base, k, &job, &initrd)?;
     let data = tmp.join("data.img");
     sparse(&data, data_disk_bytes(opts.guest_memory))?;
-    let mk = Command::new("mkfs.ext4")
-        .args(["-q", "-F", "-L", "rl-data"])
-        .arg(&data)
-        .output()
-        .map_err(|e| HostError::new(format!("cannot run mkfs.ext4: {e}")))?;
-    if !mk.status.success() {
-        return Err(HostError::new(format!(
-            "mkfs.ext4 {} failed: {}",
-            data.display(),
-            String::from_utf8_lossy(&mk.stderr).trim()
-        )));
+    mkfs(&data, true)?;
+    let ctl = tmp.join("control.img");
+    if opts.control != Control::None {
+        sparse(&ctl, 6 << 30)?;
+        mkfs(&ctl, false)?;
     }
     let swap = tmp.join("swap.img");
     sparse(&swap, opts.guest_memory)?;
     let res = tmp.join("results.img");
     sparse(&res, 1 << 30)?;
     let console = out.join(format!("{file_name}.console.log"));
-    let vm = Vm {
+    let mut vm = Vm {
         kernel: k.vmlinuz.clone(),
         initrd,
         memory_mib: opts.guest_memory >> 20,
@@ -563,6 +608,14 @@ fn boot_one(
         ],
         console: console.clone(),
     };
+    if opts.control != Control::None {
+        vm.disks.push(Disk {
+            image: ctl,
+            serial: "ctl".into(),
+            bps: Some(CONTROL_DISK_BPS),
+            readonly: false,
+        });
+    }
     say(&format!(
         "booting {name}: {} ({}), {} MiB, {} vCPUs, {} (console {})",
         k.release,
@@ -581,7 +634,11 @@ fn boot_one(
     let steps = 2u64;
     let budget = opts.boot_timeout_s
         + 120
-        + if opts.control { 40 + 120 } else { 0 }
+        + if opts.control != Control::None {
+            40 + 120
+        } else {
+            0
+        }
         + steps * (opts.duration_s + 10) * 2
         + 300;
     let (ended, boot_s, to_workload_s) = qemu::watch(
@@ -669,7 +726,7 @@ fn boot_one(
         }
     )];
     let crec = unpack.join("control");
-    if opts.control {
+    if opts.control != Control::None {
         if crec.join("run.json").is_file() {
             let ev = results::record_throttle_events(&crec);
             notes.push(format!(
@@ -768,12 +825,15 @@ mod tests {
         );
         assert_eq!(j.control_args[1], "/control.toml");
         assert!(
-            j.control_spec.contains("file_mib = 3072"),
+            j.control_spec.contains("file_mib = 1024")
+                && j.control_args
+                    .join(" ")
+                    .contains("--scope cgroup --memory 256M --data-dir /ctl"),
             "{}",
             j.control_spec
         );
         o.memory = Some(512 << 20);
-        o.control = false;
+        o.control = Control::None;
         o.sets = vec![("stutterp.workers".into(), "4".into())];
         let j = job_for(&o, "n", None);
         let w = j.workload_args.join(" ");
