@@ -79,7 +79,7 @@ pub struct Args {
     #[arg(long, default_value = "cgroup", value_name = "KIND")]
     pub control: String,
     /// Seconds a guest may take to reach its /init (with --kernel).
-    #[arg(long, default_value_t = 180, value_name = "S")]
+    #[arg(long, default_value_t = 300, value_name = "S")]
     pub boot_timeout: u64,
     /// Kernel and image cache (default $XDG_CACHE_HOME/reclaimlab or ~/.cache/reclaimlab).
     #[arg(long, value_name = "DIR")]

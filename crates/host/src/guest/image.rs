@@ -42,7 +42,7 @@ pub fn cpio_newc(entries: &[CpioEntry]) -> Vec<u8> {
         out.extend_from_slice(h.as_bytes());
         out.extend_from_slice(name.as_bytes());
         out.push(0);
-        while out.len() % 4 != 0 {
+        while !out.len().is_multiple_of(4) {
             out.push(0);
         }
     }
@@ -62,7 +62,7 @@ pub fn cpio_newc(entries: &[CpioEntry]) -> Vec<u8> {
             name.trim_start_matches('/'),
         );
         out.extend_from_slice(data);
-        while out.len() % 4 != 0 {
+        while !out.len().is_multiple_of(4) {
             out.push(0);
         }
     }

@@ -90,7 +90,7 @@ impl GuestOptions {
             out: None,
             cache_dir: kernel_cache::default_cache_dir(),
             refresh: false,
-            boot_timeout_s: 180,
+            boot_timeout_s: 300,
             exe,
             state_dir: PathBuf::from(state::STATE_DIR),
         }
@@ -153,13 +153,13 @@ fn say(msg: &str) {
 /// `VMSCAN_THROTTLE_WRITEBACK` from kswapd and `ISOLATED` from `too_many_isolated`.
 pub fn control_spec(kind: Control, guest_memory: u64) -> String {
     let (file_mib, hog_mib) = match kind {
-        Control::Cgroup => (1024, 160),
+        Control::Cgroup => (1024, 176),
         // Global: a hog of 60% of RAM, so that the writer's dirty pages reach
         // the LRU tail within seconds even on a TCG guest's slow CPU.
         _ => (3072, (guest_memory >> 20) * 6 / 10),
     };
     format!(
-        "name = \"positive-control\"\nduration_s = 25\nwarmup_s = 3\n\n\
+        "name = \"positive-control\"\nduration_s = 35\nwarmup_s = 3\n\n\
          [[worker]]\nkind = \"file-writer\"\ncount = 2\nfiles = 1\nfile_mib = {file_mib}\nblock_kib = 1024\npattern = \"sequential\"\n\n\
          [[worker]]\nkind = \"anon-hog\"\ncount = 1\nsize_mib = {hog_mib}\n\n\
          [[worker]]\nkind = \"mmap-latency\"\npages = 2048\n"
@@ -374,7 +374,7 @@ fn initrd_for(
     let kpart = cache.join(format!(
         "images/kernel-{}-{}.cpio.gz",
         k.release,
-        image::files_key(&[k.vmlinuz.clone()], &k.source)
+        image::files_key(std::slice::from_ref(&k.vmlinuz), &k.source)
     ));
     if !kpart.is_file() {
         let mut mods = Vec::new();
