@@ -107,10 +107,18 @@ fn real_guest_boot_of_debian_6_1() {
     assert!(run_json.contains("\"guest.accel\""), "{run_json}");
     assert!(run_json.contains("\"6.1."), "{run_json}");
     assert!(out_dir.join("debian-6.1-control/run.json").is_file());
+    // The 6.1 control fired in 4 of 8 boots on the reference host (docs/guests.md):
+    // its line must be there, naming the events or saying that none fired.
     assert!(
-        stdout.contains("positive control: mm_vmscan_throttled"),
+        stdout.contains("positive control: mm_vmscan_throttled")
+            || stdout.contains("positive control: none (NO throttling fired"),
         "{stdout}"
     );
-    // Nothing left behind: no qemu of ours, no temp dir.
+    // Nothing left behind: no qemu of ours, no temp dir of this run.
+    let leftover = std::fs::read_dir("/var/tmp")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .any(|e| e.path().join("initrd.gz").is_file());
+    assert!(!leftover, "a guest temp dir was left in /var/tmp");
     let _ = std::fs::remove_dir_all(&out_dir);
 }
