@@ -25,9 +25,10 @@ pub enum ScopeArg {
 pub struct Args {
     /// The workload: `stutterp`, or a workload spec file (TOML; see `reclaimlab list workloads`).
     pub workload: String,
-    /// Memory limit of the sandbox cgroup; the workload is sized from it.
-    #[arg(long, default_value = "1G", value_name = "SIZE")]
-    pub memory: String,
+    /// Memory limit of the sandbox cgroup (default 1G); the workload is sized from it.
+    /// With --kernel: a cgroup v2 limit inside the guest (default: none, global reclaim).
+    #[arg(long, value_name = "SIZE")]
+    pub memory: Option<String>,
     /// Run inside a memory cgroup (default) or on the whole host.
     #[arg(long, value_enum, default_value_t = ScopeArg::Cgroup)]
     pub scope: ScopeArg,
@@ -55,6 +56,37 @@ pub struct Args {
     /// The run's name in reports (default: `uname -r`).
     #[arg(long)]
     pub name: Option<String>,
+    /// Boot these kernels in qemu guests and run there, one after another:
+    /// `debian:5.10,debian:6.1` (fetched with apt, cached), or
+    /// `PATH/bzImage[:MODULES_DIR]` for a kernel you built. See docs/guests.md.
+    #[arg(long, value_name = "K[,K...]")]
+    pub kernel: Option<String>,
+    /// Guest RAM (with --kernel).
+    #[arg(long, default_value = "2G", value_name = "SIZE")]
+    pub guest_memory: String,
+    /// Guest vCPUs (with --kernel).
+    #[arg(long, default_value_t = 2, value_name = "N")]
+    pub guest_cpus: u32,
+    /// Rounds over the kernels, alternating which boots first (with --kernel).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    pub repeat: u32,
+    /// The guest data disk's bandwidth cap, MB/s (with --kernel).
+    #[arg(long, default_value_t = 16, value_name = "MB_S")]
+    pub disk_mb_s: u64,
+    /// The positive control before the workload (with --kernel): `global`
+    /// (a hog and a writer on a 2 MB/s disk, whole guest), `cgroup` (the same in
+    /// a 256 MiB cgroup v2), or `none`.
+    #[arg(long, default_value = "cgroup", value_name = "KIND")]
+    pub control: String,
+    /// Seconds a guest may take to reach its /init (with --kernel).
+    #[arg(long, default_value_t = 300, value_name = "S")]
+    pub boot_timeout: u64,
+    /// Kernel and image cache (default $XDG_CACHE_HOME/reclaimlab or ~/.cache/reclaimlab).
+    #[arg(long, value_name = "DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Update the cached apt package lists before resolving debian:X.Y.
+    #[arg(long)]
+    pub refresh_kernels: bool,
 }
 
 /// Arguments of the hidden `reclaimlab worker` programs.
@@ -107,8 +139,11 @@ fn parse_sets(sets: &[String]) -> anyhow::Result<Vec<(String, String)>> {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let exe = std::env::current_exe()
         .context("cannot find this program's own path (/proc/self/exe) to start its workers")?;
+    if args.kernel.is_some() {
+        return run_guests(args, exe);
+    }
     let mut o = RunOptions::new(&args.workload, exe);
-    o.memory = parse_size("--memory", &args.memory)?;
+    o.memory = parse_size("--memory", args.memory.as_deref().unwrap_or("1G"))?;
     o.scope = match args.scope {
         ScopeArg::Cgroup => Scope::Cgroup,
         ScopeArg::Host => Scope::Host,
@@ -154,6 +189,123 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         Err(e) => {
             eprintln!("reclaimlab run: warning: the record was written but cannot be reported: {e}")
         }
+    }
+    Ok(if outcome.interrupted {
+        ExitCode::from(130)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// `reclaimlab run --kernel …`: the workload in a qemu guest per kernel.
+fn run_guests(args: Args, exe: PathBuf) -> anyhow::Result<ExitCode> {
+    use reclaimlab_host::guest;
+    if args.scope != ScopeArg::Cgroup || args.swap_file.is_some() || args.data_dir.is_some() {
+        anyhow::bail!(
+            "--scope, --swap-file and --data-dir are for runs on this host; a guest run (--kernel) has its own swap and data disks and runs under global reclaim, or a cgroup limit with --memory\n  fix: drop them"
+        );
+    }
+    let kernels = guest::spec::parse_kernels(args.kernel.as_deref().unwrap_or_default())?;
+    let mut o = guest::GuestOptions::new(&args.workload, kernels, exe);
+    o.guest_memory = parse_size("--guest-memory", &args.guest_memory)?;
+    o.memory = args
+        .memory
+        .as_deref()
+        .map(|m| parse_size("--memory", m))
+        .transpose()?;
+    o.cpus = args.guest_cpus.clamp(1, 64);
+    o.repeat = args.repeat.max(1);
+    o.sets = parse_sets(&args.sets)?;
+    if let Some(d) = args.duration {
+        o.duration_s = d;
+    }
+    o.disk_mb_s = args.disk_mb_s.max(1);
+    o.control = match args.control.as_str() {
+        "global" => guest::Control::Global,
+        "cgroup" => guest::Control::Cgroup,
+        "none" => guest::Control::None,
+        other => {
+            anyhow::bail!("--control {other}: unknown\n  fix: --control global, cgroup or none")
+        }
+    };
+    o.out = args.out;
+    o.boot_timeout_s = args.boot_timeout;
+    o.refresh = args.refresh_kernels;
+    if let Some(c) = args.cache_dir {
+        o.cache_dir = c;
+    }
+    let stop = reclaimlab_host::runner::install_signal_flag()?;
+    let t0 = std::time::Instant::now();
+    let outcome = guest::run_guests(&o, stop)?;
+    outln!(
+        "guest runs in {} ({} boot(s), qemu {}); kernels and images ready after {:.1} s; total {:.0} s",
+        outcome.out.display(),
+        outcome.runs.len(),
+        outcome.accel.as_str(),
+        outcome.prepare_s,
+        t0.elapsed().as_secs_f64()
+    );
+    for r in &outcome.runs {
+        outln!(
+            "  {}: {} ({}), MGLRU {}; boot {:.1} s, first workload second at {:.1} s, wall {:.0} s",
+            r.name,
+            r.facts.release,
+            r.kernel.source,
+            r.facts.lru_gen,
+            r.boot_s.unwrap_or(0.0),
+            r.to_workload_s.unwrap_or(0.0),
+            r.wall_s
+        );
+        match &r.control {
+            Some((_, ev)) => outln!(
+                "    positive control: {} ({})",
+                guest::results::describe_counts(ev),
+                if ev.is_empty() {
+                    "NO throttling fired: an empty workload trace proves nothing"
+                } else {
+                    "throttling fires, the capture works"
+                }
+            ),
+            None if r.facts.control_exit.is_some() => outln!(
+                "    positive control: FAILED in the guest (exit {:?}); see {}.control.log",
+                r.facts.control_exit,
+                r.record.display()
+            ),
+            None => outln!("    positive control: not run"),
+        }
+        outln!(
+            "    workload throttling: {}",
+            guest::results::describe_counts(&r.events)
+        );
+    }
+    outln!();
+    let dirs: Vec<PathBuf> = outcome.runs.iter().map(|r| r.record.clone()).collect();
+    if !dirs.is_empty() {
+        match reclaimlab_report::report_from_dirs(&dirs, reclaimlab_report::Options::default()) {
+            Ok(r) => crate::write_file::to_stdout(reclaimlab_report::render_text(&r))?,
+            Err(e) => eprintln!(
+                "reclaimlab run: warning: the records were written but cannot be reported: {e}"
+            ),
+        }
+    }
+    let failed: Vec<String> = outcome
+        .runs
+        .iter()
+        .filter(|r| r.facts.workload_exit != Some(0))
+        .map(|r| {
+            format!(
+                "{} (exit {:?}; log {}.workload.log)",
+                r.name,
+                r.facts.workload_exit,
+                r.record.display()
+            )
+        })
+        .collect();
+    if !failed.is_empty() {
+        anyhow::bail!(
+            "the workload failed inside the guest for {}; the records hold what was captured\n  fix: read the logs named",
+            failed.join(", ")
+        );
     }
     Ok(if outcome.interrupted {
         ExitCode::from(130)

@@ -13,6 +13,7 @@ pub mod cgroup;
 pub mod doctor;
 pub mod error;
 pub mod fio;
+pub mod guest;
 pub mod machine;
 pub mod plan;
 pub mod runner;

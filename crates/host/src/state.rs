@@ -40,6 +40,8 @@ pub enum Entry {
     DataDir(PathBuf),
     /// A sysctl file and its value before the run.
     Sysctl(PathBuf, String),
+    /// A child process (a guest's qemu) and its start time, killed on undo.
+    Process(u32, Option<u64>),
 }
 
 impl Entry {
@@ -53,6 +55,10 @@ impl Entry {
             Entry::Mount(p) => format!("mount {}", p.display()),
             Entry::DataDir(p) => format!("datadir {}", p.display()),
             Entry::Sysctl(p, old) => format!("sysctl {} {}", p.display(), old),
+            Entry::Process(pid, start) => match start {
+                Some(t) => format!("process {pid} {t}"),
+                None => format!("process {pid}"),
+            },
         }
     }
 
@@ -69,6 +75,11 @@ impl Entry {
             "sysctl" => {
                 let (p, old) = rest.split_once(' ')?;
                 Entry::Sysctl(p.into(), old.to_string())
+            }
+            "process" => {
+                let mut it = rest.split_whitespace();
+                let pid = it.next()?.parse().ok()?;
+                Entry::Process(pid, it.next().and_then(|t| t.parse().ok()))
             }
             _ => return None,
         })
@@ -116,6 +127,15 @@ impl Entry {
                 Err(e) => Err(HostError::io("cannot remove data directory", p, e)),
             },
             Entry::Sysctl(p, old) => sys::write(p, old),
+            Entry::Process(pid, start) => {
+                // Only the very process logged: a reused pid has another start time.
+                if sys::pid_alive(*pid) && (start.is_none() || sys::pid_start_time(*pid) == *start)
+                {
+                    // SAFETY: signalling a process this run (or a crashed run) started.
+                    unsafe { libc::kill(*pid as i32, libc::SIGKILL) };
+                }
+                Ok(())
+            }
         }
     }
 }
@@ -245,6 +265,7 @@ fn undo_entries(entries: &[Entry]) -> Vec<(Entry, HostError)> {
     let mut errs = Vec::new();
     let mut order: Vec<&Entry> = entries.iter().rev().collect();
     order.sort_by_key(|e| match e {
+        Entry::Process(..) => 0,
         Entry::Cgroup(..) => 0,
         Entry::Instance(_) => 1,
         Entry::DataDir(_) => 2,
@@ -408,6 +429,8 @@ mod tests {
             Entry::Mount("/sys/kernel/tracing".into()),
             Entry::DataDir("/var/tmp/reclaimlab-7".into()),
             Entry::Sysctl("/proc/sys/vm/dirty_ratio".into(), "20".into()),
+            Entry::Process(4242, Some(99)),
+            Entry::Process(4243, None),
         ];
         let text = format!(
             "pid 7\nstart 123\n{}\n",

@@ -1,0 +1,395 @@
+//! One boot of a guest: its disks, its initramfs, qemu, and reading back
+//! and labelling what it wrote. Called by [`super::run_guests`] for each
+//! kernel and round; everything it creates lives in the run's temp dir, which
+//! the caller logged to the state file.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use super::kernel_cache::{self, KernelFiles};
+use super::qemu::{self, Accel, Disk, Ended, Vm};
+use super::{image, job_for, results, say, Control, GuestOptions, GuestRun, CONTROL_DISK_BPS};
+use crate::error::{HostError, Result};
+use crate::state::{Entry, RunState};
+use crate::sys;
+
+/// The data disk's (sparse) size: room for the control's 1.5x-RAM file and stutterp's files.
+pub(super) fn data_disk_bytes(guest_memory: u64) -> u64 {
+    guest_memory * 4 + (2 << 30)
+}
+
+/// Makes an ext4 filesystem on `img`; `journal: false` leaves out the journal,
+/// so that writers on a capped disk block in the VM (dirty limits, reclaim)
+/// rather than behind jbd2 commits waiting on the same slow disk.
+fn mkfs(img: &Path, journal: bool) -> Result<()> {
+    let mut cmd = Command::new("mkfs.ext4");
+    cmd.args(["-q", "-F"]);
+    if !journal {
+        cmd.args(["-O", "^has_journal"]);
+    }
+    let mk = cmd
+        .arg(img)
+        .output()
+        .map_err(|e| HostError::new(format!("cannot run mkfs.ext4: {e}")))?;
+    if !mk.status.success() {
+        return Err(HostError::new(format!(
+            "mkfs.ext4 {} failed: {}",
+            img.display(),
+            String::from_utf8_lossy(&mk.stderr).trim()
+        )));
+    }
+    Ok(())
+}
+
+fn sparse(path: &Path, bytes: u64) -> Result<()> {
+    let f = fs::File::create(path).map_err(|e| HostError::io("cannot create", path, e))?;
+    f.set_len(bytes)
+        .map_err(|e| HostError::io("cannot size", path, e))
+}
+
+/// The initramfs of one boot: base + kernel part (cached per release) + job.
+fn initrd_for(
+    cache: &Path,
+    base: &Path,
+    k: &KernelFiles,
+    job: &image::Job,
+    out: &Path,
+) -> Result<()> {
+    let kpart = cache.join(format!(
+        "images/kernel-{}-{}.cpio.gz",
+        k.release,
+        image::files_key(std::slice::from_ref(&k.vmlinuz), &k.source)
+    ));
+    if !kpart.is_file() {
+        let mut mods = Vec::new();
+        if let Some(md) = &k.modules {
+            let idx = kernel_cache::module_index(md);
+            let builtin = fs::read_to_string(md.join("modules.builtin")).unwrap_or_default();
+            for m in ["virtio_pci", "virtio_blk", "ext4"] {
+                let built_in = builtin.lines().any(|l| l.ends_with(&format!("/{m}.ko")));
+                if !built_in && !idx.contains_key(m) {
+                    return Err(HostError::with_fix(
+                        format!(
+                            "kernel {}: module {m} is neither built in nor in {}",
+                            k.release,
+                            md.display()
+                        ),
+                        "a kernel with virtio-blk and ext4 (built in or as modules)",
+                    ));
+                }
+            }
+            let deps = |p: &Path| {
+                fs::read(p)
+                    .map(|b| kernel_cache::modinfo_depends(&b))
+                    .unwrap_or_default()
+            };
+            let order = kernel_cache::load_order(
+                &[
+                    "virtio_pci",
+                    "virtio_blk",
+                    "crc32c_generic",
+                    "crc32c_intel",
+                    "ext4",
+                ],
+                &[],
+                &idx,
+                &deps,
+            )
+            .map_err(HostError::new)?;
+            for p in order {
+                let name = p
+                    .file_name()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_default();
+                mods.push((
+                    name,
+                    fs::read(&p).map_err(|e| HostError::io("cannot read", &p, e))?,
+                ));
+            }
+        }
+        let config = k.config.as_ref().and_then(|c| fs::read(c).ok());
+        let gz = image::gzip(&image::cpio_newc(&image::kernel_entries(
+            &k.release,
+            config.as_deref(),
+            &mods,
+        )));
+        fs::write(&kpart, gz).map_err(|e| HostError::io("cannot write", &kpart, e))?;
+    }
+    let mut bytes = fs::read(base).map_err(|e| HostError::io("cannot read", base, e))?;
+    bytes.extend(fs::read(&kpart).map_err(|e| HostError::io("cannot read", &kpart, e))?);
+    let job_entries = vec![image::CpioEntry::File(
+        "job.sh".into(),
+        0o755,
+        image::job_script(job).into_bytes(),
+    )];
+    bytes.extend(image::gzip(&image::cpio_newc(&job_entries)));
+    fs::write(out, bytes).map_err(|e| HostError::io("cannot write", out, e))
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn boot_one(
+    opts: &GuestOptions,
+    qemu_bin: &Path,
+    accel: Accel,
+    k: &KernelFiles,
+    name: &str,
+    base: &Path,
+    tools: &Path,
+    tmp: &Path,
+    out: &Path,
+    spec_text: Option<&str>,
+    st: &mut RunState,
+    stop: &AtomicBool,
+) -> Result<Option<GuestRun>> {
+    let file_name = name.replace('#', "-r");
+    let job = job_for(opts, name, spec_text);
+    let initrd = tmp.join("initrd.gz");
+    initrd_for(&opts.cache_dir, base, k, &job, &initrd)?;
+    let data = tmp.join("data.img");
+    sparse(&data, data_disk_bytes(opts.guest_memory))?;
+    mkfs(&data, true)?;
+    let ctl = tmp.join("control.img");
+    if opts.control != Control::None {
+        sparse(&ctl, 6 << 30)?;
+        mkfs(&ctl, false)?;
+    }
+    let swap = tmp.join("swap.img");
+    sparse(&swap, opts.guest_memory)?;
+    let res = tmp.join("results.img");
+    sparse(&res, 1 << 30)?;
+    let console = out.join(format!("{file_name}.console.log"));
+    let mut vm = Vm {
+        kernel: k.vmlinuz.clone(),
+        initrd,
+        memory_mib: opts.guest_memory >> 20,
+        cpus: opts.cpus,
+        accel,
+        disks: vec![
+            Disk {
+                image: tools.to_path_buf(),
+                serial: "tools".into(),
+                bps: None,
+                readonly: true,
+            },
+            Disk {
+                image: data,
+                serial: "data".into(),
+                bps: Some(opts.disk_mb_s * 1_000_000),
+                readonly: false,
+            },
+            Disk {
+                image: swap,
+                serial: "swap".into(),
+                bps: None,
+                readonly: false,
+            },
+            Disk {
+                image: res.clone(),
+                serial: "results".into(),
+                bps: None,
+                readonly: false,
+            },
+        ],
+        console: console.clone(),
+    };
+    if opts.control != Control::None {
+        vm.disks.push(Disk {
+            image: ctl,
+            serial: "ctl".into(),
+            bps: Some(CONTROL_DISK_BPS),
+            readonly: false,
+        });
+    }
+    say(&format!(
+        "booting {name}: {} ({}), {} MiB, {} vCPUs, {} (console {})",
+        k.release,
+        k.source,
+        vm.memory_mib,
+        vm.cpus,
+        accel.as_str(),
+        console.display()
+    ));
+    let t0 = Instant::now();
+    let mut running = qemu::start(qemu_bin, &vm)?;
+    st.log(Entry::Process(
+        running.pid,
+        sys::pid_start_time(running.pid),
+    ))?;
+    let steps = 2u64;
+    let budget = opts.boot_timeout_s
+        + 120
+        + if opts.control != Control::None {
+            40 + 120
+        } else {
+            0
+        }
+        + steps * (opts.duration_s + 10) * 2
+        + 300;
+    let (ended, boot_s, to_workload_s) = qemu::watch(
+        &mut running,
+        &console,
+        Duration::from_secs(opts.boot_timeout_s),
+        Duration::from_secs(budget),
+        stop,
+    );
+    drop(running);
+    let wall_s = t0.elapsed().as_secs_f64();
+    match ended {
+        Ended::Done => {}
+        Ended::Stopped => return Ok(None),
+        Ended::NoBoot => {
+            return Err(HostError::with_fix(
+                format!("{name} ({}) did not reach its /init within {} s; console log kept: {}", k.release, opts.boot_timeout_s, console.display()),
+                "read the console log; a slow host needs --boot-timeout 600; a kernel of your own needs virtio, serial 8250 and initramfs support",
+            ))
+        }
+        Ended::Timeout => {
+            return Err(HostError::with_fix(
+                format!("{name}: the guest's job did not finish within {budget} s; console log kept: {}", console.display()),
+                "a shorter --duration, or fewer stutterp.workers",
+            ))
+        }
+        Ended::Exited(why) => {
+            return Err(HostError::with_fix(
+                format!("{name}: qemu ended before the job finished ({why}); console log kept: {}", console.display()),
+                "read the console log (an OOM kill or a panic in the guest shows there)",
+            ))
+        }
+    }
+    let unpack = tmp.join("results");
+    let _ = fs::remove_dir_all(&unpack);
+    fs::create_dir_all(&unpack).map_err(|e| HostError::io("cannot create", &unpack, e))?;
+    let t = Command::new("tar")
+        .arg("-xf")
+        .arg(&res)
+        .arg("-C")
+        .arg(&unpack)
+        .output()
+        .map_err(|e| HostError::new(format!("cannot run tar: {e}")))?;
+    if !t.status.success() {
+        return Err(HostError::with_fix(
+            format!(
+                "{name}: the results disk holds no tar ({}); console log: {}",
+                String::from_utf8_lossy(&t.stderr).trim(),
+                console.display()
+            ),
+            "read the console log: the guest's job failed before writing its results",
+        ));
+    }
+    let facts =
+        results::parse_facts(&fs::read_to_string(unpack.join("facts.txt")).unwrap_or_default());
+    for log in ["control.log", "workload.log"] {
+        let _ = fs::copy(unpack.join(log), out.join(format!("{file_name}.{log}")));
+    }
+    facts.check_tracepoints(&k.spec.label())?;
+    let mut params = BTreeMap::new();
+    params.insert("guest.accel".to_string(), accel.as_str().to_string());
+    params.insert("guest.kernel_source".to_string(), k.source.clone());
+    params.insert(
+        "guest.memory_mib".to_string(),
+        (opts.guest_memory >> 20).to_string(),
+    );
+    params.insert("guest.vcpus".to_string(), opts.cpus.to_string());
+    params.insert(
+        "guest.disk_bps".to_string(),
+        (opts.disk_mb_s * 1_000_000).to_string(),
+    );
+    params.insert("guest.lru_gen".to_string(), facts.lru_gen.clone());
+    let mut control = None;
+    let mut notes = vec![format!(
+        "guest: {} booted under qemu {} ({} MiB, {} vCPUs, data disk capped at {} MB/s){}",
+        k.release,
+        accel.as_str(),
+        opts.guest_memory >> 20,
+        opts.cpus,
+        opts.disk_mb_s,
+        if accel == Accel::Tcg {
+            "; TCG: the CPU is many times slower than the host's while timeouts are wall-clock"
+        } else {
+            ""
+        }
+    )];
+    let crec = unpack.join("control");
+    if opts.control != Control::None {
+        if crec.join("run.json").is_file() {
+            let ev = results::record_throttle_events(&crec);
+            notes.push(format!(
+                "positive control ({}-control): throttling events {}",
+                file_name,
+                results::describe_counts(&ev)
+            ));
+            let dst = out.join(format!("{file_name}-control"));
+            move_record(&crec, &dst, &format!("{name} control"), &params, &[], accel)?;
+            control = Some((dst, ev));
+        } else {
+            notes.push(format!(
+                "positive control: no record (exit {:?}); see {file_name}.control.log",
+                facts.control_exit
+            ));
+        }
+    }
+    let wrec = unpack.join("workload");
+    if !wrec.join("run.json").is_file() {
+        return Err(HostError::with_fix(
+            format!(
+                "{name}: the guest's workload wrote no record (exit {:?}); its log: {}",
+                facts.workload_exit,
+                out.join(format!("{file_name}.workload.log")).display()
+            ),
+            "read that log and the console log",
+        ));
+    }
+    let events = results::record_throttle_events(&wrec);
+    let dst = out.join(&file_name);
+    move_record(&wrec, &dst, name, &params, &notes, accel)?;
+    say(&format!(
+        "{name}: done in {wall_s:.0} s (boot {:.1} s, workload from {:.1} s); throttling: control {}, workload {}",
+        boot_s.unwrap_or(0.0),
+        to_workload_s.unwrap_or(0.0),
+        control.as_ref().map(|(_, e)| results::describe_counts(e)).unwrap_or_else(|| "not run".into()),
+        results::describe_counts(&events)
+    ));
+    Ok(Some(GuestRun {
+        name: name.into(),
+        kernel: k.clone(),
+        record: dst,
+        control,
+        events,
+        facts,
+        boot_s,
+        to_workload_s,
+        wall_s,
+        console,
+    }))
+}
+
+fn move_record(
+    src: &Path,
+    dst: &Path,
+    name: &str,
+    params: &BTreeMap<String, String>,
+    notes: &[String],
+    accel: Accel,
+) -> Result<()> {
+    let rj = src.join("run.json");
+    let text = fs::read_to_string(&rj).map_err(|e| HostError::io("cannot read", &rj, e))?;
+    let new = results::label_run_json(&text, name, params, notes, accel.as_str())
+        .map_err(|e| HostError::new(format!("{}: {e}", rj.display())))?;
+    fs::write(&rj, new).map_err(|e| HostError::io("cannot write", &rj, e))?;
+    // The unpack dir and the output may be on different filesystems: copy.
+    fs::create_dir_all(dst).map_err(|e| HostError::io("cannot create", dst, e))?;
+    for e in fs::read_dir(src)
+        .map_err(|e| HostError::io("cannot read", src, e))?
+        .flatten()
+    {
+        if e.path().is_file() {
+            let to = dst.join(e.file_name());
+            fs::copy(e.path(), &to).map_err(|err| HostError::io("cannot copy to", &to, err))?;
+        }
+    }
+    Ok(())
+}
