@@ -7,6 +7,7 @@
 
 use std::fmt::Write as _;
 
+use super::text::{chars, fit};
 use crate::fidelity::{FidelityReport, Kind, PairReport, Row, Summary, Tally, Verdict};
 
 /// A value as the tables print it: integers without decimals from 1000 on.
@@ -112,7 +113,7 @@ fn pair_text(out: &mut String, p: &PairReport) {
         .rows
         .iter()
         .filter(|r| r.verdict != Verdict::NotCompared)
-        .map(|r| r.label.chars().count() + 2)
+        .map(|r| chars(&r.label) + 2)
         .max()
         .unwrap_or(10)
         .max(10);
@@ -128,10 +129,11 @@ fn pair_text(out: &mut String, p: &PairReport) {
             let _ = writeln!(out, "  [{group}]");
         }
         let (cmp, log2) = comparison(r);
+        // Labels come from records (latency metric names): cut as any cell.
         let label = if r.headline {
-            format!("{} *", r.label)
+            format!("{} *", fit(&r.label))
         } else {
-            r.label.clone()
+            fit(&r.label).into_owned()
         };
         let (s, real) = match r.kind {
             Kind::Distance => (String::new(), String::new()),
