@@ -432,7 +432,7 @@ const POLICY: [(&str, &str); 15] = [
     ("policy.do_try_to_free_pages", "2.6.36/2.6.37: what do_try_to_free_pages does after a priority pass below DEF_PRIORITY-2 that scanned pages without reclaiming enough (congestion_wait in 2.6.36, wait_iff_congested on the preferred zone in 2.6.37; none later)"),
     ("policy.alloc_rebalance", "2.6.36/2.6.37: what __alloc_pages_slowpath does (HZ/50) when direct reclaim made progress but the allocation still failed, before retrying (congestion_wait in 2.6.36, wait_iff_congested in 2.6.37; none later)"),
     ("policy.kswapd_nap", "2.6.36/2.6.37: what balance_pgdat does after a pass below DEF_PRIORITY-2 that scanned pages and left the node unbalanced, unless it is below its min watermark (kswapd_skip_congestion_wait): congestion_wait in both; none later"),
-    ("policy.too_many_isolated_loop", "once: shrink_inactive_list sleeps at most once while too_many_isolated() (5.x); unbounded: it sleeps until the condition clears (2.6.36/2.6.37)"),
+    ("policy.too_many_isolated_loop", "once: shrink_inactive_list sleeps at most once while too_many_isolated() (5.x); unbounded: it sleeps until the condition clears (2.6.36/2.6.37; with policy.too_many_isolated=none it gives up at once)"),
     ("policy.rate_priority", "no kernel: off (every kernel), or gross/net: a direct reclaimer about to sleep in reclaim_throttle (not for ISOLATED) goes on if the pages it allocated (net: less those it freed or reclaimed) per second over its last throttle.rate.window_ms are at most the machine's reclaim rate (pgsteal per second) divided among the user tasks"),
 ];
 

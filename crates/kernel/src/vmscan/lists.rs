@@ -470,8 +470,14 @@ pub(super) async fn shrink_inactive_list(
         if !too_many {
             break;
         }
-        // 5.x stalls once; 2.6.36/2.6.37 loop while it holds.
-        if stalled && !w.k().profile.early.too_many_isolated_unbounded {
+        // 5.x stalls once; 2.6.36/2.6.37 loop while it holds (a site set
+        // to `none` gives up at once rather than spin without time passing).
+        let unbounded = {
+            let k = w.k();
+            k.profile.early.too_many_isolated_unbounded
+                && k.profile.too_many_isolated != crate::profile::Sleep::None
+        };
+        if stalled && !unbounded {
             return 0;
         }
         stalled = true;
