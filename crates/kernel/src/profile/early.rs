@@ -5,7 +5,7 @@
 //! `do_try_to_free_pages`, `shrink_page_list`, `shrink_inactive_list`,
 //! `balance_pgdat`, mm/page_alloc.c `__alloc_pages_slowpath` and
 //! mm/backing-dev.c `wait_iff_congested`; 2.6.36 from
-//! `../shared/reference/memcg-shrinkers-bdi.md` §4.1 (the same sites, each a
+//! `docs/reference/memcg-shrinkers-bdi.md` §4.1 (the same sites, each a
 //! `congestion_wait`, no `nr_bdi_congested`, no tracepoint).
 //!
 //! Everything else in these profiles is the simulator's 5.15-shaped reclaim
