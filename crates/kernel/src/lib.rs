@@ -61,6 +61,10 @@ pub struct SimStats {
     pub wait_on_page_writeback: u64,
     /// Time they slept, ns.
     pub wait_on_page_writeback_ns: u64,
+    /// kswapd naps skipped below the min watermark (2.6.36/2.6.37's
+    /// `kswapd_skip_congestion_wait`; in vmstat only under a profile with
+    /// `policy.kswapd_nap`).
+    pub kswapd_skip_congestion_wait: u64,
 }
 
 /// Everything needed to boot a simulated kernel.

@@ -294,6 +294,34 @@ pub fn builtin_machines() -> Vec<Machine> {
             swap_device: None,
             workload_cgroup: None,
         },
+        // Seed 001 (2010): Mel Gorman's example in the congestion_wait
+        // thread, a fast SSD and a slow USB flash drive in one machine,
+        // both on the single-queue request layer (the only one in 2010), so
+        // either is congested at 113 of its 128 requests per direction.
+        // The stick: USB 2.0 mass storage, one command at a time, 120 KiB
+        // requests (max_sectors 240), writing at a few MB/s.
+        Machine {
+            name: "ssd-usb-2010".into(),
+            description: "2 CPUs, 1 GiB, 512 MiB swap, two devices on the single-queue layer: sda (SSD, 200 MB/s, swap) and sdb (a USB flash drive, 4 MB/s write, 20 MB/s read)".into(),
+            cpus: 2,
+            nodes: 1,
+            memory_mib: 1024,
+            swap_mib: 512,
+            devices: vec![
+                DeviceSpec {
+                    layer: Layer::SingleQueue,
+                    ..dev("sda", 200.0, 250.0, 100.0, 20.0, 32)
+                },
+                DeviceSpec {
+                    layer: Layer::SingleQueue,
+                    max_sectors_kb: 120,
+                    ..dev("sdb", 4.0, 20.0, 1000.0, 500.0, 1)
+                },
+            ],
+            data_device: None,
+            swap_device: None,
+            workload_cgroup: None,
+        },
         Machine {
             name: "laptop".into(),
             description: "8 CPUs, 16 GiB, 8 GiB swap, one NVMe SSD".into(),

@@ -10,6 +10,10 @@
 //! d818fca1cac3, 69392a403f49, 132b0d21d21f, a19594ca4a8b, 66ce520bb7c2); 5.16
 //! with 1b4e3f26f9f7 (5.16-rc8); see docs in `../shared/reference/kernel-reclaim.md` §A, §B.
 
+mod early;
+
+pub use early::{EarlySites, ALLOC_REBALANCE_TIMEOUT_US};
+
 /// `enum vmscan_throttle_state`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Reason {
@@ -71,9 +75,10 @@ impl Sleep {
 
 impl CongestionFlags {
     /// Every value, by the name `--set policy.congestion_flags=NAME` takes.
-    pub const CHOICES: [(&'static str, CongestionFlags); 2] = [
+    pub const CHOICES: [(&'static str, CongestionFlags); 3] = [
         ("per_batch", CongestionFlags::PerBatch),
         ("per_pass", CongestionFlags::PerPass),
+        ("zone", CongestionFlags::Zone),
     ];
 }
 
@@ -158,6 +163,13 @@ pub enum CongestionFlags {
     /// cgroup v2 limit reclaim, cleared at the end of its
     /// `do_try_to_free_pages`.
     PerPass,
+    /// 2.6.37 `ZONE_CONGESTED` (one zone per node here: the node's flag):
+    /// any reclaimer sets it at the end of `shrink_page_list` when every
+    /// dirty page of the batch was congested (its `pageout()` refused by
+    /// `may_write_to_queue` because the bdi was write-congested); kswapd
+    /// clears it when it finds the zone at its high watermark. No sleep
+    /// follows a batch or a pass; `wait_iff_congested(zone, …)` reads it.
+    Zone,
 }
 
 /// A throttling generation.
@@ -204,9 +216,13 @@ pub struct KernelProfile {
     pub tp_wait_iff_congested: bool,
     /// The `mm_vmscan_throttled` tracepoint exists (5.16 and later).
     pub tp_throttled: bool,
+    /// The call sites only 2.6.36/2.6.37 have (none in later profiles).
+    pub early: EarlySites,
 }
 
 const PROFILES: &[KernelProfile] = &[
+    early::V2_6_36,
+    early::V2_6_37,
     KernelProfile {
         name: "v4.16",
         description: "before Ryabinin's fix: any reclaimer, memcg limit reclaim included, sets the node's congestion flags per LRU batch; only kswapd clears them; every direct batch ends in wait_iff_congested(pgdat); memcg charge retries 5",
@@ -226,6 +242,7 @@ const PROFILES: &[KernelProfile] = &[
         tp_congestion_wait: true,
         tp_wait_iff_congested: true,
         tp_throttled: false,
+        early: EarlySites::NONE,
     },
     KernelProfile {
         name: "v4.17",
@@ -246,6 +263,7 @@ const PROFILES: &[KernelProfile] = &[
         tp_congestion_wait: true,
         tp_wait_iff_congested: true,
         tp_throttled: false,
+        early: EarlySites::NONE,
     },
     KernelProfile {
         name: "v5.15",
@@ -266,6 +284,7 @@ const PROFILES: &[KernelProfile] = &[
         tp_congestion_wait: true,
         tp_wait_iff_congested: true,
         tp_throttled: false,
+        early: EarlySites::NONE,
     },
     KernelProfile {
         name: "v5.16-rc1",
@@ -286,6 +305,7 @@ const PROFILES: &[KernelProfile] = &[
         tp_congestion_wait: true,
         tp_wait_iff_congested: false,
         tp_throttled: true,
+        early: EarlySites::NONE,
     },
     KernelProfile {
         name: "v5.16",
@@ -306,6 +326,7 @@ const PROFILES: &[KernelProfile] = &[
         tp_congestion_wait: true,
         tp_wait_iff_congested: false,
         tp_throttled: true,
+        early: EarlySites::NONE,
     },
     KernelProfile {
         name: "v6.1",
@@ -326,6 +347,7 @@ const PROFILES: &[KernelProfile] = &[
         tp_congestion_wait: false,
         tp_wait_iff_congested: false,
         tp_throttled: true,
+        early: EarlySites::NONE,
     },
     KernelProfile {
         name: "none",
@@ -346,6 +368,7 @@ const PROFILES: &[KernelProfile] = &[
         tp_congestion_wait: false,
         tp_wait_iff_congested: false,
         tp_throttled: true,
+        early: EarlySites::NONE,
     },
 ];
 
@@ -395,7 +418,7 @@ pub enum PolicyError {
 
 /// The sites and switches of a profile that `--set policy.NAME=VALUE`
 /// changes, with their help lines.
-const POLICY: [(&str, &str); 11] = [
+const POLICY: [(&str, &str); 15] = [
     ("policy.kswapd_immediate", "what kswapd does at the end of shrink_node when it met pages under writeback marked for immediate reclaim (sc->nr.immediate)"),
     ("policy.direct_congested", "what direct reclaim does at the end of shrink_node when kswapd has marked the lruvec LRUVEC_CONGESTED"),
     ("policy.too_many_isolated", "what shrink_inactive_list does (once) while too_many_isolated()"),
@@ -406,11 +429,15 @@ const POLICY: [(&str, &str); 11] = [
     ("policy.memcg_v1_dirty", "what cgroup v1 limit reclaim does in shrink_inactive_list after waking the flushers for a batch of dirty pages nobody queued for IO (none up to 5.19; throttle_writeback from 6.0)"),
     ("policy.congestion_flags", "where reclaim sets the node congestion flags: per_batch (up to 4.16: any reclaimer, memcg limit reclaim included, after every shrink_inactive_list batch, each direct batch ending in wait_iff_congested(pgdat)) or per_pass (4.17+: kswapd only, once per shrink_node pass; cgroup v2 limit reclaim flags its own memcg)"),
     ("policy.direct_congested_sees_node", "1: direct limit reclaim also waits on the node's kswapd-set PGDAT_CONGESTED (4.17-5.4); 0: only on its target lruvec's flag (5.5+)"),
+    ("policy.do_try_to_free_pages", "2.6.36/2.6.37: what do_try_to_free_pages does after a priority pass below DEF_PRIORITY-2 that scanned pages without reclaiming enough (congestion_wait in 2.6.36, wait_iff_congested on the preferred zone in 2.6.37; none later)"),
+    ("policy.alloc_rebalance", "2.6.36/2.6.37: what __alloc_pages_slowpath does (HZ/50) when direct reclaim made progress but the allocation still failed, before retrying (congestion_wait in 2.6.36, wait_iff_congested in 2.6.37; none later)"),
+    ("policy.kswapd_nap", "2.6.36/2.6.37: what balance_pgdat does after a pass below DEF_PRIORITY-2 that scanned pages and left the node unbalanced, unless it is below its min watermark (kswapd_skip_congestion_wait): congestion_wait in both; none later"),
+    ("policy.too_many_isolated_loop", "once: shrink_inactive_list sleeps at most once while too_many_isolated() (5.x); unbounded: it sleeps until the condition clears (2.6.36/2.6.37; with policy.too_many_isolated=none it gives up at once)"),
     ("policy.rate_priority", "no kernel: off (every kernel), or gross/net: a direct reclaimer about to sleep in reclaim_throttle (not for ISOLATED) goes on if the pages it allocated (net: less those it freed or reclaimed) per second over its last throttle.rate.window_ms are at most the machine's reclaim rate (pgsteal per second) divided among the user tasks"),
 ];
 
 /// Every `policy.*` name.
-pub const POLICY_NAMES: [&str; 11] = [
+pub const POLICY_NAMES: [&str; 15] = [
     POLICY[0].0,
     POLICY[1].0,
     POLICY[2].0,
@@ -422,6 +449,10 @@ pub const POLICY_NAMES: [&str; 11] = [
     POLICY[8].0,
     POLICY[9].0,
     POLICY[10].0,
+    POLICY[11].0,
+    POLICY[12].0,
+    POLICY[13].0,
+    POLICY[14].0,
 ];
 
 const BOOL_CHOICES: [(&str, bool); 2] = [("0", false), ("1", true)];
@@ -454,6 +485,7 @@ fn accepted_values(name: &str) -> Vec<&'static str> {
         | "policy.isolated_wakeups"
         | "policy.direct_congested_sees_node" => names(&BOOL_CHOICES),
         "policy.congestion_flags" => names(&CongestionFlags::CHOICES),
+        "policy.too_many_isolated_loop" => names(&early::LOOP_CHOICES),
         "policy.rate_priority" => names(&RatePriority::CHOICES),
         _ => names(&Sleep::CHOICES),
     }
@@ -477,6 +509,14 @@ impl KernelProfile {
             }
             "policy.direct_congested_sees_node" => {
                 choice_name(&BOOL_CHOICES, self.direct_congested_sees_node)
+            }
+            "policy.do_try_to_free_pages" => {
+                choice_name(&Sleep::CHOICES, self.early.do_try_to_free_pages)
+            }
+            "policy.alloc_rebalance" => choice_name(&Sleep::CHOICES, self.early.alloc_rebalance),
+            "policy.kswapd_nap" => choice_name(&Sleep::CHOICES, self.early.kswapd_nap),
+            "policy.too_many_isolated_loop" => {
+                choice_name(&early::LOOP_CHOICES, self.early.too_many_isolated_unbounded)
             }
             _ => return None,
         })
@@ -503,6 +543,17 @@ impl KernelProfile {
             "policy.direct_congested_sees_node" => {
                 self.direct_congested_sees_node = parse_choice(on, name, value)?
             }
+            "policy.do_try_to_free_pages" => {
+                self.early.do_try_to_free_pages = parse_choice(sleep, name, value)?
+            }
+            "policy.alloc_rebalance" => {
+                self.early.alloc_rebalance = parse_choice(sleep, name, value)?
+            }
+            "policy.kswapd_nap" => self.early.kswapd_nap = parse_choice(sleep, name, value)?,
+            "policy.too_many_isolated_loop" => {
+                self.early.too_many_isolated_unbounded =
+                    parse_choice(&early::LOOP_CHOICES, name, value)?
+            }
             "policy.noprogress" => self.noprogress = parse_choice(noprogress, name, value)?,
             "policy.writeback_wakeups" => self.writeback_wakeups = parse_choice(on, name, value)?,
             "policy.isolated_wakeups" => self.isolated_wakeups = parse_choice(on, name, value)?,
@@ -517,6 +568,9 @@ impl KernelProfile {
             self.too_many_isolated,
             self.reclaim_retry,
             self.memcg_v1_dirty,
+            self.early.do_try_to_free_pages,
+            self.early.alloc_rebalance,
+            self.early.kswapd_nap,
         ];
         for site in sites {
             match site {
@@ -604,6 +658,7 @@ mod tests {
                         a.rate_priority
                     )
                 );
+                assert_eq!((c.early, c.congestion_flags), (a.early, a.congestion_flags));
             }
         }
     }

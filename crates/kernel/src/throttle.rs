@@ -105,24 +105,33 @@ impl Kernel {
 
 /// Performs what the profile does at one call site on node `nid`.
 pub async fn throttle_at(w: &World, site: Sleep, nid: usize) {
+    throttle_at_us(w, site, nid, None).await
+}
+
+/// As [`throttle_at`], a `congestion_wait`/`wait_iff_congested` there
+/// sleeping up to `timeout_us` instead of `congestion_wait_timeout_us`
+/// (2.6.37 `__alloc_pages_slowpath`'s HZ/50).
+pub async fn throttle_at_us(w: &World, site: Sleep, nid: usize, timeout_us: Option<u64>) {
     match site {
         Sleep::None => {}
         Sleep::Throttle(reason) => reclaim_throttle(w, nid, reason).await,
         Sleep::CongestionWait => {
-            let us = w.k().params.congestion_wait_timeout_us;
+            let us = timeout_us.unwrap_or(w.k().params.congestion_wait_timeout_us);
             congestion_wait(w, BLK_RW_ASYNC, us, false).await
         }
         Sleep::WaitIffCongested => {
             let (us, per_batch) = {
                 let k = w.k();
                 (
-                    k.params.congestion_wait_timeout_us,
-                    k.profile.congestion_flags == CongestionFlags::PerBatch,
+                    timeout_us.unwrap_or(k.params.congestion_wait_timeout_us),
+                    k.profile.congestion_flags != CongestionFlags::PerPass,
                 )
             };
             // Up to 4.16 wait_iff_congested(pgdat, …) tests the node's
-            // PGDAT_CONGESTED itself (its callers call it unconditionally);
-            // from 4.17 its callers test the flags.
+            // PGDAT_CONGESTED itself (its callers call it unconditionally),
+            // as 2.6.37's wait_iff_congested(zone, …) tests ZONE_CONGESTED
+            // (the node's flag: one zone per node); from 4.17 its callers
+            // test the flags.
             let node = per_batch.then_some(nid);
             wait_iff_congested(w, BLK_RW_ASYNC, us, node).await
         }
@@ -226,7 +235,9 @@ pub async fn reclaim_throttle(w: &World, nid: usize, reason: Reason) {
 
 /// `wait_iff_congested(sync, timeout)` (mm/backing-dev.c, 4.17–5.15), or
 /// with `node` the 4.16 `wait_iff_congested(pgdat, sync, timeout)`, which
-/// also needs the node flagged `PGDAT_CONGESTED` to sleep.
+/// also needs the node flagged `PGDAT_CONGESTED` to sleep (2.6.37's
+/// `wait_iff_congested(zone, …)`: `nr_bdi_congested[sync]` and
+/// `ZONE_CONGESTED`, the same test).
 pub async fn wait_iff_congested(w: &World, sync: usize, timeout_us: u64, node: Option<usize>) {
     let sleep = {
         let k = w.k();

@@ -104,6 +104,10 @@ impl Kernel {
         let mut v: Vec<&'static str> = GAUGE_NAMES.to_vec();
         v.extend_from_slice(EV_NAMES);
         v.push("nr_throttled_written");
+        if self.profile.early.kswapd_nap != crate::profile::Sleep::None {
+            // 2.6.36/2.6.37 only: appended so later profiles' columns stay.
+            v.push("kswapd_skip_congestion_wait");
+        }
         v
     }
 
@@ -133,6 +137,9 @@ impl Kernel {
         // A node counter that only grows (`__acct_reclaim_writeback`), kept
         // with the events so that it carries on across steps like them.
         v.push(sum(NodeStat::NrThrottledWritten));
+        if self.profile.early.kswapd_nap != crate::profile::Sleep::None {
+            v.push(self.stats.kswapd_skip_congestion_wait);
+        }
         v
     }
 }

@@ -254,6 +254,11 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         include_str!("../../../examples/workloads/memcg-congestion.toml"),
     ),
     (
+        "usb-stick-2010",
+        "Mel Gorman's 2010 example: a dd to a slow USB stick congests it while a reader of a file on the SSD reclaims; run with --machine ssd-usb-2010 --kernel v2.6.36,v2.6.37,none",
+        include_str!("../../../examples/workloads/usb-stick-2010.toml"),
+    ),
+    (
     "mapped-file-stream",
     "Johannes Weiner's 2010 sparse-file mmap reader (one byte per page, MADV_RANDOM), judged by elapsed time and vmstat",
     include_str!("../../../examples/workloads/mapped-file-stream.toml"),

@@ -331,6 +331,16 @@ async fn alloc_pages_slowpath(w: &World, gfp: Gfp) -> Option<Pfn> {
                 return None;
             }
         }
+        // 2.6.36/2.6.37: reclaim made progress but the allocation failed:
+        // "Wait for some write requests to complete then retry" (HZ/50 on
+        // the preferred zone), then should_reclaim_retry as in 5.15 (a
+        // simplification of should_alloc_retry, which always retries order 0).
+        let site = w.k().profile.early.alloc_rebalance;
+        if progress > 0 && site != crate::profile::Sleep::None {
+            let nid = w.k().current().nid as usize;
+            let us = Some(crate::profile::ALLOC_REBALANCE_TIMEOUT_US);
+            crate::throttle::throttle_at_us(w, site, nid, us).await;
+        }
         // should_reclaim_retry()
         match should_reclaim_retry(w, progress > 0, &mut no_progress_loops).await {
             true => {}

@@ -8,7 +8,7 @@ use super::{shrink_node, ScanControl, DEF_PRIORITY, SWAP_CLUSTER_MAX};
 use crate::engine::{Wake, World};
 use crate::mm::alloc::Gfp;
 use crate::mm::page::Lru;
-use crate::mm::{LRUVEC_CONGESTED, PGDAT_DIRTY, PGDAT_WRITEBACK, WMARK_HIGH};
+use crate::mm::{LRUVEC_CONGESTED, PGDAT_DIRTY, PGDAT_WRITEBACK, WMARK_HIGH, WMARK_MIN};
 use crate::vmstat::Ev;
 use crate::Kernel;
 
@@ -104,6 +104,27 @@ async fn balance_pgdat(w: &World, nid: usize) {
             let mut k = w.k();
             if super::allow_direct_reclaim(&k, nid) {
                 k.wake_pfmemalloc(nid);
+            }
+        }
+        // 2.6.36/2.6.37 balance_pgdat: "kswapd is getting into trouble.
+        // Take a nap" below DEF_PRIORITY - 2 after a pass that scanned
+        // pages, unless the zone is under its min watermark.
+        let nap = w.k().profile.early.kswapd_nap;
+        if nap != crate::profile::Sleep::None && sc.nr_scanned > 0 && sc.priority < DEF_PRIORITY - 2
+        {
+            let nap = {
+                let mut k = w.k();
+                if k.pgdat_balanced(nid) {
+                    None
+                } else if !k.nodes[nid].watermark_ok(WMARK_MIN) {
+                    k.stats.kswapd_skip_congestion_wait += 1;
+                    None
+                } else {
+                    Some(nap)
+                }
+            };
+            if let Some(site) = nap {
+                crate::throttle::throttle_at(w, site, nid).await;
             }
         }
         let reclaimed = sc.nr_reclaimed - nr_reclaimed_before;

@@ -59,6 +59,13 @@ struct ReclaimStat {
     nr_activate: [u64; 2],
     nr_ref_keep: u64,
     nr_unmap_fail: u64,
+    /// 2.6.37 `shrink_page_list`'s `nr_dirty`: pages still `PageDirty`
+    /// where it decides to write them.
+    zone_dirty: u64,
+    /// 2.6.37's `nr_congested`: of those, pages whose `pageout()` returns
+    /// `PAGE_KEEP` because `may_write_to_queue()` refuses a write-congested
+    /// bdi (never for kswapd, which has `PF_SWAPWRITE`).
+    zone_congested: u64,
 }
 
 /// A write `pageout` queued: device, kind, device position, page.
@@ -357,6 +364,23 @@ impl Kernel {
             self.anon_unmap(pfn);
         }
         if self.frames.get(pfn).test(pg::DIRTY) {
+            // 2.6.37: nr_dirty++ first; a page that gets as far as
+            // pageout() on a write-congested bdi is "congested".
+            stat.zone_dirty += 1;
+            if !is_kswapd
+                && references != FolioReferences::ReclaimClean
+                && may_enter_fs
+                && sc.may_writepage
+            {
+                let dev = if file {
+                    self.files[owner as usize].dev
+                } else {
+                    self.swap.dev
+                };
+                if self.devs[dev].congested[BLK_RW_ASYNC] {
+                    stat.zone_congested += 1;
+                }
+            }
             let p = self.frames.get(pfn);
             if file
                 && (!is_kswapd || !p.test(pg::RECLAIM) || self.nodes[nid].flags & PGDAT_DIRTY == 0)
@@ -446,7 +470,14 @@ pub(super) async fn shrink_inactive_list(
         if !too_many {
             break;
         }
-        if stalled {
+        // 5.x stalls once; 2.6.36/2.6.37 loop while it holds (a site set
+        // to `none` gives up at once rather than spin without time passing).
+        let unbounded = {
+            let k = w.k();
+            k.profile.early.too_many_isolated_unbounded
+                && k.profile.too_many_isolated != crate::profile::Sleep::None
+        };
+        if stalled && !unbounded {
             return 0;
         }
         stalled = true;
@@ -607,10 +638,19 @@ pub(super) async fn shrink_inactive_list(
         // here and waiting on pages under writeback (case 3) later; 6.0
         // added a WRITEBACK throttle here too (the profile's site).
         let v1_dirty = all_unqueued_dirty && !sc.writeback_throttling_sane();
-        let per_batch = if k.profile.congestion_flags == CongestionFlags::PerBatch {
-            Some(k.batch_congestion_flags(nid, sc, &stat, nr_taken, is_kswapd))
-        } else {
-            None
+        let per_batch = match k.profile.congestion_flags {
+            CongestionFlags::PerBatch => {
+                Some(k.batch_congestion_flags(nid, sc, &stat, nr_taken, is_kswapd))
+            }
+            CongestionFlags::Zone => {
+                // 2.6.37 shrink_page_list: "Tag a zone as congested if all
+                // the dirty pages encountered were backed by a congested BDI".
+                if stat.zone_dirty == stat.zone_congested && stat.zone_dirty != 0 {
+                    k.nodes[nid].lruvecs[0].flags |= LRUVEC_CONGESTED;
+                }
+                None
+            }
+            CongestionFlags::PerPass => None,
         };
         (v1_dirty, per_batch)
     };

@@ -410,8 +410,9 @@ pub async fn shrink_node(w: &World, nid: usize, sc: &mut ScanControl) {
     let (kswapd_sleep, direct_sleep) = {
         let mut k = w.k();
         let is_kswapd = k.current_is_kswapd();
-        if k.profile.congestion_flags == CongestionFlags::PerBatch {
-            // ≤4.16: the flags and sleeps came after each batch.
+        if k.profile.congestion_flags != CongestionFlags::PerPass {
+            // ≤4.16: the flags and sleeps came after each batch (2.6.37:
+            // ZONE_CONGESTED after each batch, no sleep in shrink_zone).
             if reclaimable {
                 k.nodes[nid].kswapd_failures = 0;
             }
@@ -560,6 +561,18 @@ async fn do_try_to_free_pages(w: &World, sc: &mut ScanControl) -> u64 {
             }
             if sc.priority < DEF_PRIORITY - 2 {
                 sc.may_writepage = true;
+            }
+            // 2.6.36/2.6.37: "Take a nap, wait for some writeback to
+            // complete" when this pass scanned pages below DEF_PRIORITY - 2
+            // (congestion_wait, or wait_iff_congested on the preferred zone:
+            // the task's node).
+            let nap = w.k().profile.early.do_try_to_free_pages;
+            if nap != crate::profile::Sleep::None
+                && sc.nr_scanned > 0
+                && sc.priority < DEF_PRIORITY - 2
+            {
+                let nid = w.k().current().nid as usize;
+                throttle_at(w, nap, nid).await;
             }
             if sc.priority == 0 {
                 break;
