@@ -222,7 +222,7 @@ fn latency_table(out: &mut String, report: &Report) {
     // some run has few, so that a large % on a handful of samples reads as
     // what it is.
     for op in ops.iter().filter(|op| min_samples(report, op) < SMALL_N) {
-        let mut line = format!("{:<stat_w$} {op:<op_w$}", "Samples");
+        let mut line = format!("{:<stat_w$} {:<op_w$}", "Samples", fit(op));
         for (run, &width) in report.runs.iter().zip(&widths) {
             match run.latency.get(op) {
                 Some(l) => {
@@ -579,8 +579,10 @@ pub fn render_text(report: &Report) -> String {
         report.runs.len(),
         fit(&report.baseline)
     );
+    // A note may quote names from the records (metrics, runs, settings):
+    // bounded as a table cell is, five cells' worth.
     for n in &report.notes {
-        let _ = writeln!(out, "note: {n}");
+        let _ = writeln!(out, "note: {}", fit_to(n, 5 * MAX_CELL));
     }
     out.push('\n');
     if report.runs.len() > super::runs::MANY_RUNS {
@@ -593,7 +595,7 @@ pub fn render_text(report: &Report) -> String {
         out.push_str("Latency (ms)\n");
         latency_table(&mut out, report);
         if let Some(note) = too_few_samples_note(report) {
-            let _ = writeln!(out, "note: {note}");
+            let _ = writeln!(out, "note: {}", fit_to(&note, 5 * MAX_CELL));
         }
         out.push('\n');
     }
