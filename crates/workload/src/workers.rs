@@ -105,11 +105,7 @@ pub async fn file_reader(
             }
             pass += 1;
         }
-        let now = w.k().exec.now();
-        samples
-            .borrow_mut()
-            .push(("elapsed", now, (now - start) as f64 / 1000.0));
-        done.set(done.get() + 1);
+        finished(&w, start, &samples, &done);
         return;
     }
     loop {
@@ -182,6 +178,12 @@ pub async fn mmap_file_reader(
         }
         pass += 1;
     }
+    finished(&w, start, &samples, &done);
+}
+
+/// A finite worker is done: its run time as an `elapsed` sample (µs), and
+/// one more of the step's finite workers counted done.
+fn finished(w: &World, start: u64, samples: &Samples, done: &Cell<u32>) {
     let now = w.k().exec.now();
     samples
         .borrow_mut()
