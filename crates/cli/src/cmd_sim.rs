@@ -302,59 +302,29 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     )?;
     let workload = if args.workload == "stutterp" {
         Workload::Stutterp
-    } else if Path::new(&args.workload).exists() || args.workload.ends_with(".toml") {
-        let spec = Spec::load(&args.workload)?;
-        Workload::Spec {
-            name: spec.name.clone(),
-            file: args.workload.clone(),
-            steps: vec![StepSpec::from_spec(&spec)],
-            params: spec.to_params(),
-            memcg_version: spec.memcg_version(),
-        }
-    } else if let Some(spec) = Spec::builtin(&args.workload) {
-        Workload::Spec {
-            name: spec.name.clone(),
-            file: args.workload.clone(),
-            steps: vec![StepSpec::from_spec(&spec)],
-            params: spec.to_params(),
-            memcg_version: spec.memcg_version(),
-        }
     } else {
-        let mut names = vec!["stutterp"];
-        names.extend(reclaimlab_workload::spec::BUILTIN.iter().map(|b| b.0));
-        bail!(
-            "workload `{}`: not a built-in workload ({}) and no such file; `reclaimlab list workloads` shows the choices",
-            args.workload,
-            names.join(", ")
-        );
-    };
-    if let Workload::Spec { file, .. } = &workload {
-        let spec = Spec::load(file).or_else(|_| {
-            Spec::builtin(file).ok_or_else(|| anyhow!("workload `{file}` vanished"))
-        })?;
-        for (i, wk) in spec.workers.iter().enumerate() {
-            if let Some(d) = &wk.device {
-                if !machine.devices.iter().any(|x| &x.name == d) {
-                    let names: Vec<&str> =
-                        machine.devices.iter().map(|x| x.name.as_str()).collect();
-                    bail!(
-                        "{file}: worker #{}: device = `{d}` is not a device of machine `{}` (its devices: {}); name one of them or pick a machine that has it",
-                        i + 1,
-                        machine.name,
-                        names.join(", ")
-                    );
-                }
-            }
+        let spec = if Path::new(&args.workload).exists() || args.workload.ends_with(".toml") {
+            Spec::load(&args.workload)?
+        } else if let Some(spec) = Spec::builtin(&args.workload) {
+            spec
+        } else {
+            let mut names = vec!["stutterp"];
+            names.extend(reclaimlab_workload::spec::BUILTIN.iter().map(|b| b.0));
+            bail!(
+                "workload `{}`: not a built-in workload ({}) and no such file; `reclaimlab list workloads` shows the choices",
+                args.workload,
+                names.join(", ")
+            );
+        };
+        check_spec_on_machine(&spec, &args.workload, &machine)?;
+        Workload::Spec {
+            name: spec.name.clone(),
+            file: args.workload.clone(),
+            steps: vec![StepSpec::from_spec(&spec)],
+            params: spec.to_params(),
+            memcg_version: spec.memcg_version(),
         }
-        reclaimlab_workload::cgroups::memcg_specs(&spec.cgroups, machine.workload_memory_mib())
-            .map_err(|e| {
-                anyhow!(
-                    "{file}: {e} (machine `{}` gives the workload {} MiB)",
-                    machine.name,
-                    machine.workload_memory_mib()
-                )
-            })?;
-    }
+    };
     let (workload_name, spec_label) = match &workload {
         Workload::Stutterp => ("stutterp".to_string(), "stutterp".to_string()),
         Workload::Spec { name, file, .. } => (name.clone(), file.clone()),
@@ -587,4 +557,31 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("reclaimlab: CSV report: {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What a spec asks of the machine: the devices its workers name, and
+/// cgroup limits within the memory the workload gets.
+fn check_spec_on_machine(spec: &Spec, file: &str, machine: &Machine) -> anyhow::Result<()> {
+    for (i, wk) in spec.workers.iter().enumerate() {
+        if let Some(d) = &wk.device {
+            if !machine.devices.iter().any(|x| &x.name == d) {
+                let names: Vec<&str> = machine.devices.iter().map(|x| x.name.as_str()).collect();
+                bail!(
+                    "{file}: worker #{}: device = `{d}` is not a device of machine `{}` (its devices: {}); name one of them or pick a machine that has it",
+                    i + 1,
+                    machine.name,
+                    names.join(", ")
+                );
+            }
+        }
+    }
+    reclaimlab_workload::cgroups::memcg_specs(&spec.cgroups, machine.workload_memory_mib())
+        .map_err(|e| {
+            anyhow!(
+                "{file}: {e} (machine `{}` gives the workload {} MiB)",
+                machine.name,
+                machine.workload_memory_mib()
+            )
+        })?;
+    Ok(())
 }

@@ -255,6 +255,36 @@ fn bad_workload_specs_name_file_and_line() {
             "list workloads",
         ],
     );
+    // What a spec asks of the machine: a device it has, cgroup limits
+    // within its memory, known cgroups (exit 2, nothing written).
+    let dev = file(
+        &d,
+        "dev.toml",
+        "name='w'\nduration_s=1\n[[worker]]\nkind='file-reader'\nfile_mib=4\ndevice='sdz'\n",
+    );
+    let e = sim_fails(&d, Some(&dev), &[]);
+    has_all(
+        &e,
+        &[
+            &dev,
+            "worker #1",
+            "device = `sdz` is not a device of machine",
+        ],
+    );
+    let big = file(
+        &d,
+        "big.toml",
+        "name='w'\nduration_s=1\n[[cgroup]]\nname='c'\nmemory_max='64G'\n[[worker]]\nkind='anon-hog'\nsize_mib=8\ncgroup='c'\n",
+    );
+    let e = sim_fails(&d, Some(&big), &[]);
+    has_all(&e, &[&big, "cgroup #1 (`c`)", "more than the machine's"]);
+    let stray = file(
+        &d,
+        "stray.toml",
+        "name='w'\nduration_s=1\n[[worker]]\nkind='anon-hog'\nsize_mib=8\ncgroup='nope'\n",
+    );
+    let e = sim_fails(&d, Some(&stray), &[]);
+    has_all(&e, &[&stray, "cgroup = `nope` is not a [[cgroup]]"]);
     let gone = d.join("gone.toml");
     let e = sim_fails(&d, Some(gone.to_str().unwrap()), &[]);
     has_all(&e, &["gone.toml", "cannot read the workload spec"]);
