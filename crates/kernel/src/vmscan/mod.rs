@@ -195,7 +195,9 @@ impl Kernel {
     /// `get_scan_count` (5.15): how many pages of each evictable list to scan
     /// at this priority, balancing anon against file by swappiness and the
     /// recent IO cost of reclaiming each.
-    pub fn get_scan_count(&self, nid: usize, memcg: usize, sc: &ScanControl) -> [u64; 4] {
+    /// Like the kernel's, it notes `sc.memcg_low_skipped` when it scaled a
+    /// memcg's scan by its `memory.low`.
+    pub fn get_scan_count(&self, nid: usize, memcg: usize, sc: &mut ScanControl) -> [u64; 4] {
         #[derive(PartialEq)]
         enum Balance {
             Equal,
@@ -234,8 +236,9 @@ impl Kernel {
             (0, 0)
         } else {
             let (emin, elow) = self.mem_cgroup_protection(sc.target_memcg() as u16, memcg as u16);
-            // memory.low scaling (shrink_lruvec notes memcg_low_skipped).
+            // memory.low scaling, make sure we retry before OOM.
             let p = if !sc.memcg_low_reclaim && elow > emin {
+                sc.memcg_low_skipped = true;
                 elow
             } else {
                 emin
@@ -318,12 +321,6 @@ async fn shrink_lruvec(w: &World, nid: usize, memcg: usize, sc: &mut ScanControl
     let (mut nr, scan_adjusted_init) = {
         let k = w.k();
         let nr = k.get_scan_count(nid, memcg, sc);
-        if memcg != 0 && !sc.memcg_low_reclaim {
-            let (emin, elow) = k.mem_cgroup_protection(sc.target_memcg() as u16, memcg as u16);
-            if elow > emin {
-                sc.memcg_low_skipped = true;
-            }
-        }
         let adj = !sc.cgroup_reclaim() && !k.current_is_kswapd() && sc.priority == DEF_PRIORITY;
         (nr, adj)
     };
