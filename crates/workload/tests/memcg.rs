@@ -146,6 +146,30 @@ fn memory_min_shields_a_cgroup_from_global_reclaim() {
     assert_eq!(scanned("kept"), 0, "the protected cgroup was scanned");
 }
 
+/// `shrink_node_memcgs` / `mem_cgroup_below_low` (5.15.0): `memory.low`
+/// shields a cgroup as long as others have reclaimable pages (it is
+/// skipped, and no `low` event is counted: the `memcg_low_reclaim` retry
+/// is never needed).
+#[test]
+fn memory_low_shields_a_cgroup_while_others_can_give() {
+    let tiny = "name='tiny'\ncpus=2\nmemory_mib=160\nswap_mib=0\n[[devices]]\nname='sda'\nwrite_mb_s=200\nread_mb_s=250\nlatency_us=100\nseek_us=50\n";
+    let spec = "name='min'\nduration_s=8\nwarmup_s=0\n\
+        [[cgroup]]\nname='kept'\nmemory_low='48M'\n\
+        [[cgroup]]\nname='open'\n\
+        [[worker]]\nkind='file-reader'\nfiles=1\nfile_mib=40\nblock_kib=64\ncgroup='kept'\n\
+        [[worker]]\nkind='file-reader'\nfiles=1\nfile_mib=40\nblock_kib=64\ncgroup='open'\n\
+        [[worker]]\nkind='file-writer'\nfiles=1\nfile_mib=400\npattern='sequential'\n";
+    let (_c, s) = sim(&machine(tiny), "v5.16", spec, 1, &[]);
+    let scanned = |n: &str| vm(&s, n, "pgscan_kswapd") + vm(&s, n, "pgscan_direct");
+    assert!(
+        scanned("open") > 100,
+        "the open cgroup was not reclaimed: {}",
+        scanned("open")
+    );
+    assert_eq!(scanned("kept"), 0, "the protected cgroup was scanned");
+    assert_eq!(event(&s, "kept", "low"), 0);
+}
+
 /// `shrink_folio_list` case 3 (5.15.0, `!writeback_throttling_sane`):
 /// cgroup v1 limit reclaim waits for pages it marked under writeback;
 /// under v2 it never does. 6.0's WRITEBACK throttle after waking the
