@@ -187,3 +187,29 @@ fn an_oversized_run_json_is_refused() {
     );
     fs::remove_dir_all(&d).ok();
 }
+
+/// A `time ::` line whose seconds overflow to infinity (`1e999`) or are
+/// negative is refused at its line of `tests-sysstate`: it used to pass the
+/// importer and fail at the end with "run.json values are not finite
+/// numbers", naming the output directory instead of the input.
+#[test]
+fn an_infinite_time_is_refused_at_its_sysstate_line() {
+    for bad in ["1e999", "-3", "NaN"] {
+        let d = tmp(&format!("time-{bad}"));
+        let src = d.join("src");
+        copy_dir(&fixture("mmtests-2021/work/log/vanilla/iter-0"), &src);
+        let p = src.join("tests-sysstate");
+        let text = fs::read_to_string(&p).unwrap();
+        let text = text.replace("2277.67 elapsed", &format!("{bad} elapsed"));
+        fs::write(&p, text).unwrap();
+        let e = import_mmtests(&src, &d.join("rec"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("tests-sysstate:47") && e.contains("finite, not negative"),
+            "{bad}: {e}"
+        );
+        assert!(!d.join("rec").exists(), "{bad}: a record was left");
+        fs::remove_dir_all(&d).ok();
+    }
+}

@@ -106,7 +106,28 @@ fn a_70000_character_field_is_cut_not_a_panic() {
     );
     // The other formats carry the values whole.
     assert!(String::from_utf8_lossy(&render_json(&r)).contains(&long));
-    let _ = render_html(&r);
+    // The HTML page cuts what it shows as the text report does, and keeps
+    // the whole value on hover only (`title="…"` attributes).
+    let html = String::from_utf8(render_html(&r)).unwrap();
+    let mut shown = String::with_capacity(html.len());
+    let mut rest = html.as_str();
+    while let Some(i) = rest.find("title=\"") {
+        shown.push_str(&rest[..i]);
+        let after = &rest[i + 7..];
+        rest = &after[after.find('"').map_or(after.len(), |j| j + 1)..];
+    }
+    shown.push_str(rest);
+    for (what, s) in [("run name", "x"), ("parameter", "1"), ("metric", "m")] {
+        let run = s.repeat(1_000);
+        assert!(
+            !shown.contains(&run),
+            "the HTML shows a {what} of 1,000 characters or more"
+        );
+    }
+    assert!(
+        html.contains(&format!("title=\"{long}\"")),
+        "the whole name on hover"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 

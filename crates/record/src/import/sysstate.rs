@@ -99,7 +99,14 @@ pub(super) fn parse_sysstate(path: &Path, test: &str, st: &mut SysState) -> Resu
             if f.first() != Some(&test) && !f.is_empty() {
                 continue;
             }
-            let num = |i: usize| f.get(i).and_then(|v| v.parse::<f64>().ok());
+            // Finite and not negative, or the line is refused here, naming
+            // it: `1e999` parses to infinity, which only `run.json`'s final
+            // check would have caught, naming the output instead (issue 22).
+            let num = |i: usize| {
+                f.get(i)
+                    .and_then(|v| v.parse::<f64>().ok())
+                    .filter(|v| v.is_finite() && *v >= 0.0)
+            };
             match (num(1), num(3), num(5)) {
                 (Some(u), Some(s), Some(e))
                     if f.get(2) == Some(&"user")
@@ -114,7 +121,8 @@ pub(super) fn parse_sysstate(path: &Path, test: &str, st: &mut SysState) -> Resu
                         ln,
                         format!(
                             "{line:?}: expected `time :: {test} U user S system E elapsed` \
-                             (as /usr/bin/time -f \"%U user %S system %e elapsed\" prints it)"
+                             with U, S and E seconds (finite, not negative), \
+                             as /usr/bin/time -f \"%U user %S system %e elapsed\" prints it"
                         ),
                     ))
                 }

@@ -10,7 +10,7 @@
 use std::fmt::Write as _;
 
 use super::fidelity_text::{comparison, summary_lines, value};
-use super::html::esc;
+use super::html::{esc, esc_fit};
 use crate::fidelity::{FidelityReport, Kind, PairReport, Verdict};
 
 /// The CSS for the section's classes.
@@ -36,12 +36,12 @@ fn pair_html(out: &mut String, p: &PairReport) {
     let _ = writeln!(
         out,
         "<h3>{} ({}) against {} ({})</h3>\n<p>sim: {}<br>real: {}</p>",
-        esc(&p.sim.name),
-        esc(&p.sim.kernel),
-        esc(&p.real.name),
-        esc(&p.real.kernel),
-        esc(&p.sim.source),
-        esc(&p.real.source)
+        esc_fit(&p.sim.name),
+        esc_fit(&p.sim.kernel),
+        esc_fit(&p.real.name),
+        esc_fit(&p.real.kernel),
+        esc_fit(&p.sim.source),
+        esc_fit(&p.real.source)
     );
     for w in &p.warnings {
         let _ = writeln!(out, "<p class=\"warn\">{}</p>", esc(w));
@@ -66,7 +66,7 @@ fn pair_html(out: &mut String, p: &PairReport) {
         let _ = writeln!(
             out,
             "<tr class=\"{cls}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&r.label),
+            esc_fit(&r.label),
             esc(&s),
             esc(&real),
             esc(&cmp),

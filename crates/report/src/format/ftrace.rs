@@ -13,7 +13,7 @@
 
 use std::fmt::Write as _;
 
-use super::html::esc;
+use super::html::{esc, esc_fit};
 use super::text::{chars, column_widths, fit, fix_zero, header, num, COMPARE, FIELD};
 use crate::model::Report;
 use crate::monitor::FtraceTable;
@@ -117,14 +117,14 @@ pub(super) fn ftrace_html(out: &mut String, report: &Report) {
             "<h3>{} ({})</h3>\n<table class=\"cmp\"><tr><th>{}</th>",
             esc(&t.table),
             esc(&t.unit),
-            esc(&t.operation)
+            esc_fit(&t.operation)
         );
         for r in &report.runs {
-            let _ = write!(out, "<th>{}</th><th>%</th>", esc(&r.name));
+            let _ = write!(out, "<th>{}</th><th>%</th>", esc_fit(&r.name));
         }
         out.push_str("</tr>\n");
         for stat in row_names(report, ti) {
-            let _ = write!(out, "<tr><td>{}</td>", esc(stat));
+            let _ = write!(out, "<tr><td>{}</td>", esc_fit(stat));
             for (ri, run) in report.runs.iter().enumerate() {
                 let Some(rt) = run.ftrace_stalls.get(ti) else {
                     out.push_str("<td></td><td></td>");

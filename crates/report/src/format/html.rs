@@ -28,8 +28,23 @@ use std::fmt::Write as _;
 use super::html_plots::{latency_plots, stall_plots, velocity_plots};
 use super::html_tables::{differences_table, figures_tables, latency_table, stall_tables};
 use super::plot::{hex, run_color, si};
-use crate::format::text::{render_text, too_few_samples_note};
+#[cfg(doc)]
+use crate::format::text::MAX_CELL;
+use crate::format::text::{fit, fit_to, render_text, too_few_samples_note};
 use crate::model::{Report, RunReport, Significance};
+
+/// `s` escaped and cut to a table cell's [`MAX_CELL`] characters, as the text
+/// report cuts it; a cut value keeps its whole text on hover (`title`), so a
+/// 70,000-character run name neither stretches a table off the page nor is
+/// lost (issue 22).
+pub(crate) fn esc_fit(s: &str) -> String {
+    match fit(s) {
+        std::borrow::Cow::Borrowed(s) => esc(s),
+        std::borrow::Cow::Owned(cut) => {
+            format!("<span title=\"{}\">{}</span>", esc(s), esc(&cut))
+        }
+    }
+}
 
 pub(crate) fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
@@ -191,7 +206,11 @@ fn what_was_run(report: &Report, out: &mut String) {
     row("significance", rule.to_string());
     out.push_str("</dl>\n");
     for n in &report.notes {
-        let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(n));
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">{}</p>",
+            esc(&fit_to(n, 5 * super::text::MAX_CELL))
+        );
     }
     let _ = writeln!(
         out,
@@ -202,11 +221,11 @@ fn what_was_run(report: &Report, out: &mut String) {
         let _ = writeln!(
             out,
             "<tr><td><i class=\"sw\" style=\"border-color:{c};background:{c}\"></i></td><td>{}{base}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-            esc(&r.name),
-            esc(&r.origin),
-            esc(&r.kernel),
-            esc(&r.reclaim_scope),
-            esc(&r.record),
+            esc_fit(&r.name),
+            esc_fit(&r.origin),
+            esc_fit(&r.kernel),
+            esc_fit(&r.reclaim_scope),
+            esc_fit(&r.record),
             c = hex(run_color(i))
         );
     }
@@ -296,14 +315,14 @@ fn summary(report: &Report, out: &mut String) {
         // A row per run, so that a sweep reads down the page.
         out.push_str("<table class=\"cmp\"><tr><th>run</th>");
         for (label, _) in &h {
-            let _ = write!(out, "<th>{}</th>", esc(label));
+            let _ = write!(out, "<th>{}</th>", esc_fit(label));
         }
         out.push_str("</tr>\n");
         for ri in 0..report.runs.len() {
             let _ = write!(
                 out,
                 "<tr><td><i class=\"sw\" style=\"border-color:{c};background:{c}\"></i>{}</td>",
-                esc(&report.runs[ri].name),
+                esc_fit(&report.runs[ri].name),
                 c = hex(run_color(ri))
             );
             for fi in 0..h.len() {
@@ -317,13 +336,13 @@ fn summary(report: &Report, out: &mut String) {
             let _ = write!(
                 out,
                 "<th><i class=\"sw\" style=\"border-color:{c};background:{c}\"></i>{}</th>",
-                esc(&r.name),
+                esc_fit(&r.name),
                 c = hex(run_color(ri))
             );
         }
         out.push_str("</tr>\n");
         for (fi, (label, _)) in h.iter().enumerate() {
-            let _ = write!(out, "<tr><td>{}</td>", esc(label));
+            let _ = write!(out, "<tr><td>{}</td>", esc_fit(label));
             for ri in 0..report.runs.len() {
                 out.push_str(&cell(fi, ri));
             }
@@ -354,8 +373,8 @@ fn summary(report: &Report, out: &mut String) {
             };
             sig.push(format!(
                 "<li><b>{}</b>: Amean {} {:.1} ms against {:.1} ms, {word} ({:+.2}%, {how}; n = {} and {})</li>",
-                esc(&r.name),
-                esc(op),
+                esc_fit(&r.name),
+                esc_fit(op),
                 l.amean,
                 b.amean,
                 -v.pct.amean,
@@ -382,7 +401,11 @@ fn summary(report: &Report, out: &mut String) {
         out.push_str("</ul>\n");
     }
     if let Some(note) = too_few_samples_note(report) {
-        let _ = writeln!(out, "<p class=\"note\">Note: {}.</p>", esc(&note));
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">Note: {}.</p>",
+            esc(&fit_to(&note, 5 * super::text::MAX_CELL))
+        );
     }
 }
 
@@ -416,6 +439,7 @@ pub fn render_html_with(report: &Report, extra: &[String]) -> Vec<u8> {
         }
         _ => format!("reclaimlab report: {}", names.join(" vs ")),
     };
+    let title = fit_to(&title, 2 * super::text::MAX_CELL);
     let _ = write!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>{}</title><style>{CSS}{}</style></head><body>\n<h1>{}</h1>\n",

@@ -12,7 +12,7 @@
 
 use std::fmt::Write as _;
 
-use super::html::esc;
+use super::html::esc_fit;
 use super::plot::{bounds, figure, run_color, Axis, Line, Style};
 use crate::model::Report;
 use crate::stalls::{delay_distribution, StallEvent};
@@ -138,7 +138,7 @@ pub(crate) fn velocity_plots(report: &Report, out: &mut String) {
         let _ = writeln!(
             out,
             "<p class=\"note\">{}: fewer than two vmstat samples, no velocity.</p>",
-            esc(&r.name)
+            esc_fit(&r.name)
         );
     }
     for (what, get) in series {

@@ -5,9 +5,11 @@
 
 use std::fmt::Write as _;
 
-use super::html::esc;
+use super::html::{esc, esc_fit};
 use super::plot::{hex, run_color};
-use super::text::{fix_zero, min_samples, stat_value, too_few_samples_note, SMALL_N, STATS};
+use super::text::{
+    fit_to, fix_zero, min_samples, stat_value, too_few_samples_note, MAX_CELL, SMALL_N, STATS,
+};
 use crate::model::Report;
 use crate::ops::{memcg_rows, ops_rows};
 use crate::stalls::{uniq_c_histogram, StallEvent};
@@ -19,7 +21,7 @@ fn run_headers(report: &Report, span: usize) -> String {
         let _ = write!(
             h,
             "<th colspan=\"{span}\"><i class=\"sw\" style=\"border-color:{c};background:{c}\"></i>{}</th>",
-            esc(&r.name),
+            esc_fit(&r.name),
             c = hex(run_color(i))
         );
     }
@@ -50,7 +52,7 @@ pub(crate) fn latency_table(report: &Report, out: &mut String) {
     );
     for (si, stat) in STATS.iter().enumerate() {
         for op in ops {
-            let _ = write!(out, "<tr><td>{stat}</td><td>{}</td>", esc(op));
+            let _ = write!(out, "<tr><td>{stat}</td><td>{}</td>", esc_fit(op));
             for r in &report.runs {
                 let Some(l) = r.latency.get(op) else {
                     out.push_str("<td></td><td></td>");
@@ -87,7 +89,7 @@ pub(crate) fn latency_table(report: &Report, out: &mut String) {
         let _ = write!(
             out,
             "<tr class=\"few\"><td>Samples</td><td>{}</td>",
-            esc(op)
+            esc_fit(op)
         );
         for r in &report.runs {
             let n = r
@@ -101,7 +103,11 @@ pub(crate) fn latency_table(report: &Report, out: &mut String) {
     }
     out.push_str("</table>\n");
     if let Some(note) = too_few_samples_note(report) {
-        let _ = writeln!(out, "<p class=\"note\">{}.</p>", esc(&note));
+        let _ = writeln!(
+            out,
+            "<p class=\"note\">{}.</p>",
+            esc(&fit_to(&note, 5 * MAX_CELL))
+        );
     }
 }
 
@@ -122,7 +128,7 @@ fn plain(
         run_headers(report, 1)
     );
     for (label, vals) in rows {
-        let _ = write!(out, "<tr><td>{}</td>", esc(label));
+        let _ = write!(out, "<tr><td>{}</td>", esc_fit(label));
         for v in vals {
             let _ = write!(out, "<td>{}</td>", num(*v, prec));
         }
@@ -229,9 +235,9 @@ pub(crate) fn differences_table(report: &Report, out: &mut String) {
         run_headers(report, 1)
     );
     for d in &report.differences {
-        let _ = write!(out, "<tr><td>{}</td>", esc(&d.name));
+        let _ = write!(out, "<tr><td>{}</td>", esc_fit(&d.name));
         for v in &d.values {
-            let _ = write!(out, "<td>{}</td>", esc(v));
+            let _ = write!(out, "<td>{}</td>", esc_fit(v));
         }
         out.push_str("</tr>\n");
     }
@@ -251,7 +257,7 @@ pub(crate) fn stall_tables(report: &Report, out: &mut String) {
         let _ = writeln!(
             out,
             "<h3><i class=\"sw\" style=\"border-color:{c};background:{c}\"></i>{}</h3>",
-            esc(&r.name),
+            esc_fit(&r.name),
             c = hex(run_color(i))
         );
         if !r.trace.present {
@@ -260,7 +266,11 @@ pub(crate) fn stall_tables(report: &Report, out: &mut String) {
                 .note
                 .as_deref()
                 .unwrap_or("the record has no trace.txt.gz");
-            let _ = writeln!(out, "<p class=\"note\">No trace: {}</p>", esc(note));
+            let _ = writeln!(
+                out,
+                "<p class=\"note\">No trace: {}</p>",
+                esc(&fit_to(note, 5 * MAX_CELL))
+            );
             continue;
         }
         if r.stall_summary.is_empty() {
@@ -272,9 +282,9 @@ pub(crate) fn stall_tables(report: &Report, out: &mut String) {
             let _ = writeln!(
                 out,
                 "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{:.2}</td><td>{:.2}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{:.3}</td></tr>",
-                esc(&s.event),
-                esc(&s.who),
-                esc(if s.reason.is_empty() { "-" } else { &s.reason }),
+                esc_fit(&s.event),
+                esc_fit(&s.who),
+                esc_fit(if s.reason.is_empty() { "-" } else { &s.reason }),
                 s.count,
                 s.not_delayed_pct,
                 s.hit_timeout_pct,

@@ -236,13 +236,21 @@ where
     Ok(svg)
 }
 
+/// Characters of a plot's title that fit the SVG's width.
+const SVG_TITLE_CHARS: usize = 80;
+
 /// Draws a plot: a `<figure>` with the SVG and an HTML legend. A plot with
 /// no point says so instead of drawing empty axes.
 pub(crate) fn figure(title: &str, x: &Axis, y: &Axis, lines: &[Line]) -> String {
     let points: usize = lines.iter().map(|l| l.points.len()).sum();
     if points == 0 {
-        return format!("<p class=\"note\">{}: nothing to plot.</p>\n", esc(title));
+        let title = super::text::fit_to(title, super::text::MAX_CELL);
+        return format!("<p class=\"note\">{}: nothing to plot.</p>\n", esc(&title));
     }
+    // The SVG's caption is 560 px wide: a title from input (a stall reason,
+    // a metric name) is cut there; the figure keeps it whole in `data-title`.
+    let full_title = title;
+    let title = &*super::text::fit_to(title, SVG_TITLE_CHARS);
     let (xr, yr) = (usable(x), usable(y));
     let (xd, yd) = (x.desc.as_str(), y.desc.as_str());
     let svg = match (x.log, y.log) {
@@ -270,7 +278,7 @@ pub(crate) fn figure(title: &str, x: &Axis, y: &Axis, lines: &[Line]) -> String 
     };
     let mut out = format!(
         "<figure class=\"plot\" data-points=\"{points}\" data-title=\"{}\">{svg}<figcaption class=\"legend\">",
-        esc(title)
+        esc(full_title)
     );
     for l in lines {
         let class = match l.style {

@@ -140,7 +140,7 @@ pub(crate) fn sweep_plots(report: &Report, out: &mut String) -> bool {
     let log_x = xmin > 0.0 && xmax / xmin >= 100.0;
     out.push_str(&format!(
         "<h3 id=\"sweep-plots\">Figures against {}</h3>\n<div class=\"plots\">\n",
-        super::html::esc(&x.name)
+        super::html::esc_fit(&x.name)
     ));
     for (title, y_desc, value) in &figures {
         let mut lines: Vec<Line> = Vec::new();
