@@ -141,6 +141,7 @@ mod tests {
             read_measured: false,
             mib: 256,
             when_unix: 1_700_000_000,
+            latency: None,
         };
         for (a, mem, swap) in [
             ("host", 8192, 0),

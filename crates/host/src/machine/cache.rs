@@ -49,6 +49,15 @@ pub(super) fn cache_lookup(
             read_measured: e.get("read_measured")?.as_bool()?,
             mib: e.get("mib")?.as_u64()?,
             when_unix: when,
+            // An entry from before latencies were measured is a miss (`?`):
+            // the device is measured again rather than given defaults.
+            latency: match e.get("latency")? {
+                serde_json::Value::Null => None,
+                l => Some(Latency {
+                    seq_4k_us: l.get("seq_4k_us")?.as_f64()?,
+                    rand_4k_us: l.get("rand_4k_us")?.as_f64()?,
+                }),
+            },
         })
     })
 }
@@ -84,6 +93,10 @@ pub(super) fn cache_store(
         "write_mb_s": bw.write_mb_s,
         "read_mb_s": bw.read_mb_s,
         "read_measured": bw.read_measured,
+        "latency": bw.latency.map(|l| serde_json::json!({
+            "seq_4k_us": l.seq_4k_us,
+            "rand_4k_us": l.rand_4k_us,
+        })),
     }));
     let text = serde_json::to_string_pretty(&serde_json::json!({
         "what": "reclaimlab --machine host: bandwidth measurements, reused for a day; delete this file to measure again",

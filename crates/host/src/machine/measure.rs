@@ -1,5 +1,7 @@
-//! Measuring the data device's bandwidth: `run`'s calibration write, then
-//! reading the file back with its cached pages dropped.
+//! Measuring the data device: `run`'s calibration write, then reading the
+//! file back with its cached pages dropped (bandwidth), then single 4 KiB
+//! direct reads of it, in order and at random (the per-request latency and
+//! the random-access penalty the simulator's device model takes).
 
 use crate::error::{human_bytes, HostError, Result};
 use crate::{doctor, sys};
@@ -40,6 +42,89 @@ pub struct Bandwidth {
     pub mib: u64,
     /// When, seconds since the epoch.
     pub when_unix: u64,
+    /// 4 KiB `O_DIRECT` reads one at a time (`None`: the filesystem refused
+    /// direct I/O, or the measurement was cut short).
+    pub latency: Option<Latency>,
+}
+
+/// Single 4 KiB direct reads of the measurement file, one in flight: mean
+/// service time of reads in file order and at random offsets. Whether the
+/// sysfs `rotational` flag is true says little on virtual machines (virtio
+/// disks say 1 over flash); these times are what the device does.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Latency {
+    /// Mean time of a read that continues the previous one, µs.
+    pub seq_4k_us: f64,
+    /// Mean time of a read at a random 4 KiB-aligned offset, µs.
+    pub rand_4k_us: f64,
+}
+
+impl Latency {
+    /// The simulator's device parameters from the two times: a request
+    /// completes `latency_us` after its transfer (the in-order read less its
+    /// transfer at `read_mb_s`), and one that does not continue the
+    /// previous pays `seek_us` more (the random read less the in-order one).
+    /// `(latency_us, seek_us)`, each at least 0.
+    pub fn device_params(&self, read_mb_s: f64) -> (f64, f64) {
+        let transfer_us = if read_mb_s > 0.0 {
+            4096.0 / read_mb_s
+        } else {
+            0.0
+        };
+        (
+            (self.seq_4k_us - transfer_us).max(0.0),
+            (self.rand_4k_us - self.seq_4k_us).max(0.0),
+        )
+    }
+}
+
+/// Reads per pattern, and the time each pattern may take at most.
+const LATENCY_READS: u32 = 1_000;
+const LATENCY_BUDGET: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Times [`LATENCY_READS`] single 4 KiB `O_DIRECT` reads of `path` (`bytes`
+/// long) in order from the start, then as many at random offsets (a fixed
+/// xorshift sequence, so repeated measurements read the same blocks). `None`
+/// if direct I/O is refused or too few reads fit [`LATENCY_BUDGET`].
+fn measure_latency(path: &Path, bytes: u64) -> Option<Latency> {
+    use std::os::unix::fs::{FileExt, OpenOptionsExt};
+    const BLOCK: usize = 4096;
+    let f = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+        .ok()?;
+    // O_DIRECT wants a buffer aligned to the logical block size.
+    let mut raw = vec![0u8; 2 * BLOCK];
+    let off = raw.as_ptr().align_offset(BLOCK);
+    let buf = &mut raw[off..off + BLOCK];
+    let blocks = bytes / BLOCK as u64;
+    if blocks < 2 * u64::from(LATENCY_READS) {
+        return None;
+    }
+    let mut time = |offset_of: &mut dyn FnMut(u32) -> u64| -> Option<f64> {
+        let t = Instant::now();
+        let mut n = 0u32;
+        while n < LATENCY_READS && t.elapsed() < LATENCY_BUDGET {
+            if f.read_at(buf, offset_of(n)).ok()? != BLOCK {
+                return None;
+            }
+            n += 1;
+        }
+        (n >= LATENCY_READS / 10).then(|| t.elapsed().as_secs_f64() * 1e6 / f64::from(n))
+    };
+    let seq_4k_us = time(&mut |i| u64::from(i) * BLOCK as u64)?;
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let rand_4k_us = time(&mut |_| {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        (x % blocks) * BLOCK as u64
+    })?;
+    Some(Latency {
+        seq_4k_us: round1(seq_4k_us),
+        rand_4k_us: round1(rand_4k_us),
+    })
 }
 
 /// Options of a measurement.
@@ -242,6 +327,7 @@ pub fn measure(dir: &Path, mib: u64) -> Result<Bandwidth> {
             }
         }
     }
+    let latency = measure_latency(&guard.0, bytes);
     drop(guard);
     Ok(Bandwidth {
         write_mb_s: round1(write_mb_s),
@@ -249,6 +335,7 @@ pub fn measure(dir: &Path, mib: u64) -> Result<Bandwidth> {
         read_measured: read_mb_s.is_some(),
         mib,
         when_unix: now_unix(),
+        latency,
     })
 }
 

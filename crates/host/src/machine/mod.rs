@@ -233,6 +233,7 @@ mod tests {
             read_measured: true,
             mib: 256,
             when_unix: 1_700_000_000,
+            latency: None,
         }
     }
 
@@ -340,6 +341,46 @@ mod tests {
         );
     }
 
+    /// A measured latency decides `latency_us` and `seek_us`, whatever
+    /// sysfs says: a virtio disk that says rotational but reads at random
+    /// as fast as in order gets no seek penalty.
+    #[test]
+    fn measured_latency_replaces_the_defaults() {
+        let mut f = facts();
+        f.device.as_mut().unwrap().rotational = true;
+        let mut b = bw();
+        b.write_mb_s = 49.4;
+        b.read_mb_s = 204.8; // 20 µs per 4 KiB
+        b.latency = Some(Latency {
+            seq_4k_us: 120.0,
+            rand_4k_us: 134.5,
+        });
+        let (t, _) = machine_toml(&arg("host"), &f, &b).unwrap();
+        assert!(
+            t.contains("latency_us = 100.0\n") && t.contains("seek_us = 14.5\n"),
+            "{t}"
+        );
+        assert!(t.contains("# latency_us, seek_us: measured"), "{t}");
+        // A real spinning disk: random reads pay the seek.
+        b.latency = Some(Latency {
+            seq_4k_us: 150.0,
+            rand_4k_us: 8150.0,
+        });
+        let (t, _) = machine_toml(&arg("host"), &f, &b).unwrap();
+        assert!(t.contains("seek_us = 8000.0\n"), "{t}");
+        // In-order reads slower than random ones (a cache in front): no
+        // negative seek.
+        b.latency = Some(Latency {
+            seq_4k_us: 90.0,
+            rand_4k_us: 60.0,
+        });
+        let (t, _) = machine_toml(&arg("host"), &f, &b).unwrap();
+        assert!(
+            t.contains("seek_us = 0.0\n") && t.contains("latency_us = 70.0\n"),
+            "{t}"
+        );
+    }
+
     #[test]
     fn sizes_as_run_spells_them() {
         assert_eq!(size_arg(1 << 30), "1G");
@@ -365,6 +406,10 @@ mod tests {
         let f = d.join(CACHE_FILE);
         let b = Bandwidth {
             when_unix: 1_000_000,
+            latency: Some(Latency {
+                seq_4k_us: 101.5,
+                rand_4k_us: 130.0,
+            }),
             ..bw()
         };
         cache_store(&f, "/var/tmp", "8:0:256", &b, 3600).unwrap();
@@ -377,6 +422,18 @@ mod tests {
             None
         );
         assert_eq!(cache_lookup(&f, "/data", "8:0:256", 1_000_100, 3600), None);
+        // An entry written before latencies were measured is a miss, so
+        // the device is measured again.
+        let old = std::fs::read_to_string(&f).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&old).unwrap();
+        let mut v2 = v.clone();
+        v2["entries"][0].as_object_mut().unwrap().remove("latency");
+        std::fs::write(&f, v2.to_string()).unwrap();
+        assert_eq!(
+            cache_lookup(&f, "/var/tmp", "8:0:256", 1_000_100, 3600),
+            None
+        );
+        std::fs::write(&f, old).unwrap();
         assert_eq!(
             cache_lookup(&f, "/var/tmp", "8:0:256", 1_000_000 + 3601, 3600),
             None

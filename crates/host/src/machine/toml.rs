@@ -142,12 +142,37 @@ pub fn machine_toml(
             "no block device found under it (overlay, network or device-mapper without sysfs); named `data`".to_string(),
         ),
     };
-    // Latency, seek and queue depth are not measured: the defaults of the
-    // built-in machines by kind.
-    let (latency_us, seek_us, queue_depth) = if rotational {
-        (200.0, 6000.0, 32)
+    // Latency and seek from the single 4 KiB direct reads where they were
+    // measured; else the defaults of the built-in machines by kind. The
+    // queue depth is not measured.
+    let (default_latency, default_seek) = if rotational {
+        (200.0, 6000.0)
     } else {
-        (80.0, 20.0, 32)
+        (80.0, 20.0)
+    };
+    let queue_depth = 32;
+    let (latency_us, seek_us, latency_note) = match bw.latency {
+        Some(l) => {
+            let (lat, seek) = l.device_params(bw.read_mb_s);
+            (
+                lat,
+                seek,
+                format!(
+                    "latency_us, seek_us: measured, 4 KiB O_DIRECT reads one at a time: {:.1} µs in order, \
+                     {:.1} µs at random offsets (latency = in order less the transfer at read_mb_s; \
+                     seek = random less in order)",
+                    l.seq_4k_us, l.rand_4k_us
+                ),
+            )
+        }
+        None => (
+            default_latency,
+            default_seek,
+            format!(
+                "latency_us, seek_us: not measured (direct reads refused or too slow); defaults for a {} device",
+                if rotational { "rotating" } else { "flash" }
+            ),
+        ),
     };
     // blk-mq unless the kernel predates 5.0 and the disk has no `mq` directory.
     let single_queue = matches!(&facts.device, Some(d) if !d.mq)
@@ -200,7 +225,8 @@ pub fn machine_toml(
          # data device: the one holding {} ({dev_note})\n\
          # write_mb_s: measured, `dd if=/dev/zero bs=1M count={} conv=fdatasync` in {} (run's calibration write)\n\
          # read_mb_s: {read_note}\n\
-         # latency_us, seek_us, queue_depth: not measured; defaults for a {} device\n\
+         # {latency_note}\n\
+         # queue_depth: not measured; the built-in machines' 32\n\
          # layer: {layer} (from the disk's sysfs `mq` directory and the kernel version)\n\
          # scheduler, max_sectors_kb, wbt_lat_usec: the disk's sysfs queue settings, where readable\n",
         utc_date(bw.when_unix),
@@ -210,7 +236,6 @@ pub fn machine_toml(
         facts.dir.display(),
         bw.mib,
         facts.dir.display(),
-        if rotational { "rotating" } else { "flash" },
     ));
     t.push_str(&format!("name = {}\n", toml_str(name)));
     t.push_str(&format!("description = {}\n", toml_str(&description)));
