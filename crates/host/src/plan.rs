@@ -198,6 +198,10 @@ pub fn spec_job_file(spec: &Spec, warmup_s: u64, duration_s: u64) -> String {
             c = w.count,
             m = w.file_mib,
         ));
+        if !w.invalidate {
+            // The spec's `invalidate = false`: no fadvise(DONTNEED) per pass.
+            s.push_str("invalidate=0\n");
+        }
         if w.starts_in_warmup() || warmup_s == 0 {
             s.push_str(&format!("runtime={}\n", warmup_s + duration_s));
         } else {

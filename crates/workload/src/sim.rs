@@ -207,6 +207,7 @@ fn start_workers(
                             file_pages,
                             block,
                             spec.pattern,
+                            spec.invalidate,
                             seed,
                         ),
                     );

@@ -11,7 +11,8 @@
 //! files = 4
 //! file_mib = 64
 //! block_kib = 1024
-//! pattern = "random"       # or "sequential"
+//! pattern = "random"       # or "sequential"; each pass writes every block once
+//! invalidate = true        # fio's default: fadvise(DONTNEED) the files at each pass
 //!
 //! [[worker]]
 //! kind = "anon-hog"        # writes one word per page, endless passes
@@ -111,6 +112,11 @@ pub struct WorkerSpec {
     /// vmstat sample) even before `duration_s`.
     #[serde(default)]
     pub passes: u32,
+    /// file-writer: fio's `invalidate` (default true, as fio's): each pass
+    /// over the files starts with `posix_fadvise(POSIX_FADV_DONTNEED)` on
+    /// them, dropping their clean cached pages.
+    #[serde(default = "yes")]
+    pub invalidate: bool,
     /// mmap-file-reader: all `count` processes map the same files (true, the
     /// default) or each its own (false, as in mapped-file-stream.c).
     #[serde(default = "yes")]
@@ -159,6 +165,7 @@ impl WorkerSpec {
             in_warmup: None,
             passes: 0,
             shared: true,
+            invalidate: true,
             cgroup: None,
             device: None,
         }

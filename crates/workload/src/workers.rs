@@ -7,6 +7,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use reclaimlab_kernel::mm::anon::{touch_anon, Access};
+use reclaimlab_kernel::mm::fadvise::fadvise_dontneed;
 use reclaimlab_kernel::mm::filemap::{
     file_read, file_write, touch_file_mapped, touch_file_mapped_random, FileOp,
 };
@@ -40,35 +41,80 @@ pub async fn anon_hog(w: Rc<World>, pages: u32) {
 }
 
 /// A fio buffered writer (`direct=0`, `readwrite=randwrite` or `write`) over
-/// its own files.
+/// its own files, in passes as fio makes them: a random pass writes every
+/// block of every file once, in random order (fio's random map, on by
+/// default), a sequential pass each file front to back. With `invalidate`
+/// (fio's `invalidate=1`, its default) each pass starts with
+/// `posix_fadvise(POSIX_FADV_DONTNEED)` on every file, as fio reopens a
+/// time-based job's files for each pass and invalidates their cache on
+/// open (`td_io_open_file` → `file_invalidate_cache`): the pages written
+/// back by then are dropped and have to be allocated again.
 pub async fn file_writer(
     w: Rc<World>,
     files: Vec<u32>,
     file_pages: u32,
     block_pages: u32,
     pattern: Pattern,
+    invalidate: bool,
     mut rng: u64,
 ) {
-    let blocks = (file_pages / block_pages).max(1);
-    let mut next = 0u64;
+    let blocks = u64::from((file_pages / block_pages).max(1));
+    let n = blocks * files.len() as u64;
     loop {
-        let (f, b) = match pattern {
-            Pattern::Random => {
-                rng = xorshift(rng);
-                let f = files[(rng % files.len() as u64) as usize];
-                rng = xorshift(rng);
-                (f, (rng % u64::from(blocks)) as u32)
+        if invalidate {
+            for &f in &files {
+                fadvise_dontneed(&w, f).await;
             }
-            Pattern::Sequential => {
-                let f = files[((next / u64::from(blocks)) % files.len() as u64) as usize];
-                let b = (next % u64::from(blocks)) as u32;
-                next += 1;
-                (f, b)
+        }
+        rng = xorshift(rng);
+        let mut order = RandomMap::new(n, rng);
+        for i in 0..n {
+            let j = match pattern {
+                Pattern::Random => order.next_index(),
+                Pattern::Sequential => i,
+            };
+            let (f, b) = (files[(j / blocks) as usize], (j % blocks) as u32);
+            w.k().charge_user(FIO_USER_NS_PER_IO);
+            if file_write(&w, f, b * block_pages, block_pages).await == FileOp::Killed || killed(&w)
+            {
+                return;
             }
-        };
-        w.k().charge_user(FIO_USER_NS_PER_IO);
-        if file_write(&w, f, b * block_pages, block_pages).await == FileOp::Killed || killed(&w) {
-            return;
+        }
+    }
+}
+
+/// A random order of `0..n` without repeats and without storing it: a
+/// full-period linear congruential generator modulo the next power of two
+/// (multiplier ≡ 1 mod 4, odd increment: Hull–Dobell), skipping values of
+/// `n` and above. fio keeps a bitmap of the blocks done instead; the order
+/// differs, the property (each block once a pass) is the same.
+struct RandomMap {
+    n: u64,
+    mask: u64,
+    mul: u64,
+    inc: u64,
+    x: u64,
+}
+
+impl RandomMap {
+    fn new(n: u64, seed: u64) -> RandomMap {
+        let m = n.max(1).next_power_of_two();
+        RandomMap {
+            n: n.max(1),
+            mask: m - 1,
+            mul: (seed.rotate_left(17) & !3) | 1 | 4, // ≡ 1 mod 4 (bit 2 set keeps it ≠ 1)
+            inc: seed | 1,
+            x: seed.rotate_left(31),
+        }
+    }
+
+    /// The next index of the pass (wraps into a new cycle after `n`).
+    fn next_index(&mut self) -> u64 {
+        loop {
+            self.x = self.x.wrapping_mul(self.mul).wrapping_add(self.inc) & self.mask;
+            if self.x < self.n {
+                return self.x;
+            }
         }
     }
 }
@@ -189,4 +235,33 @@ fn finished(w: &World, start: u64, samples: &Samples, done: &Cell<u32>) {
         .borrow_mut()
         .push(("elapsed", now, (now - start) as f64 / 1000.0));
     done.set(done.get() + 1);
+}
+
+#[cfg(test)]
+mod random_map_tests {
+    use super::RandomMap;
+
+    /// Every index once per pass, for sizes that are and are not powers
+    /// of two, and a different order for another seed.
+    #[test]
+    fn a_pass_is_a_permutation() {
+        for n in [1u64, 2, 3, 7, 64, 245, 1000] {
+            for seed in [1u64, 0xdead_beef, 12345] {
+                let mut m = RandomMap::new(n, seed);
+                let mut seen: Vec<u64> = (0..n).map(|_| m.next_index()).collect();
+                seen.sort_unstable();
+                assert_eq!(seen, (0..n).collect::<Vec<_>>(), "n={n} seed={seed}");
+            }
+        }
+        let a: Vec<u64> = {
+            let mut m = RandomMap::new(245, 1);
+            (0..245).map(|_| m.next_index()).collect()
+        };
+        let b: Vec<u64> = {
+            let mut m = RandomMap::new(245, 99);
+            (0..245).map(|_| m.next_index()).collect()
+        };
+        assert_ne!(a, b);
+        assert_ne!(a, (0..245).collect::<Vec<_>>(), "not in order");
+    }
 }

@@ -366,16 +366,20 @@ fn backoff_noprogress_sleeps_double_from_one_jiffy_to_the_timeout() {
 
 /// `policy.rate_priority`, no kernel's (`crate::rate`): after the first
 /// windows, `net` lets through the mmap-latency worker, which unmaps every
-/// page it maps, and keeps throttling the tasks that keep what they take;
-/// `gross` does the opposite to it, the heaviest allocator. ISOLATED
-/// throttling is left alone.
+/// page it maps, and keeps throttling the tasks that keep what they take
+/// (the hogs, whose swapped pages they fault back); `gross` keeps
+/// throttling it, the heaviest allocator. ISOLATED throttling is left
+/// alone. (Before fio's passes were modelled the file-only case was used;
+/// since fio's pages are dropped at each pass, its net rate no longer
+/// outruns reclaim there and `net` throttles nobody.)
 #[test]
 fn rate_priority_throttles_the_tasks_that_outrun_reclaim() {
     let m = machine(SLOW_BLKMQ);
     // Share of the direct, non-ISOLATED throttles after 4 s (two windows
-    // past the warmup) that the latency worker took, and its ISOLATED ones.
+    // past the warmup) that the latency worker took, and the ISOLATED ones
+    // of any task (which the policy must not let through).
     let latency_share = |policy: &str| -> (f64, usize) {
-        let set = [("vm.swappiness", "0"), ("policy.rate_priority", policy)];
+        let set = [("policy.rate_priority", policy)];
         let (c, _) = sim(&m, "v5.16-rc1", PRESSURE, 1, &set);
         let lines: Vec<String> = c
             .trace
@@ -383,10 +387,7 @@ fn rate_priority_throttles_the_tasks_that_outrun_reclaim() {
             .filter(|l| l.contains(": mm_vmscan_throttled: ") && !l.contains("kswapd"))
             .map(String::from)
             .collect();
-        let isolated = lines
-            .iter()
-            .filter(|l| l.contains("mmap-latency") && l.ends_with("ISOLATED"))
-            .count();
+        let isolated = lines.iter().filter(|l| l.ends_with("ISOLATED")).count();
         let late: Vec<&String> = lines
             .iter()
             .filter(|l| !l.ends_with("ISOLATED"))
@@ -407,7 +408,10 @@ fn rate_priority_throttles_the_tasks_that_outrun_reclaim() {
         "the latency worker is throttled under off: {off}"
     );
     assert!(net * 4.0 < off, "net lets it through: {net} vs {off}");
-    assert!(gross > off, "gross throttles it most: {gross} vs {off}");
+    assert!(
+        gross > 0.05 && gross > 2.0 * net,
+        "gross keeps throttling it where net lets it through: {gross} vs {net}"
+    );
     assert!(net_isolated > 0, "ISOLATED throttling stays under net");
 }
 

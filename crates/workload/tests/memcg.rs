@@ -177,11 +177,14 @@ fn memory_low_shields_a_cgroup_while_others_can_give() {
 #[test]
 fn cgroup_v1_limit_reclaim_waits_on_writeback() {
     let slow = "name='slow'\ncpus=2\nmemory_mib=1024\nswap_mib=0\n[[devices]]\nname='sda'\nwrite_mb_s=20\nread_mb_s=40\nlatency_us=500\nseek_us=4000\n";
+    // Files the writers pass over several times in the run (each pass
+    // writes every block once), so that reclaim meets pages it marked
+    // before still under writeback: 2 × 40 MiB in a 48 MiB cgroup.
     let spec = |key: &str| {
         format!(
             "name='v1'\nduration_s=10\n\
              [[cgroup]]\nname='w'\n{key}='48M'\n\
-             [[worker]]\nkind='file-writer'\ncount=2\nfiles=1\nfile_mib=200\ncgroup='w'\nin_warmup=false\n"
+             [[worker]]\nkind='file-writer'\ncount=2\nfiles=1\nfile_mib=40\ncgroup='w'\nin_warmup=false\n"
         )
     };
     let (c1, s1) = sim(

@@ -7,6 +7,7 @@
 
 pub mod alloc;
 pub mod anon;
+pub mod fadvise;
 pub mod filemap;
 pub mod free_list;
 pub mod lru;

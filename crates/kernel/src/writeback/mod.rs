@@ -211,8 +211,32 @@ impl Kernel {
             }
         }
         self.bdis[d].b_dirty.pop_front();
-        let size = file.size;
-        let start = file.writeback_index % size.max(1);
+        let start = file.writeback_index % file.size.max(1);
+        let (reqs, _, idx) = self.write_cache_pages(f, start, budget);
+        let file = &mut self.files[f as usize];
+        file.writeback_index = idx;
+        if file.nr_dirty > 0 {
+            // requeue_inode(): more to write, back of the queue.
+            self.bdis[d].b_dirty.push_back(f);
+        } else {
+            file.on_dirty_list = false;
+        }
+        Some(reqs)
+    }
+
+    /// `write_cache_pages` (mm/page-writeback.c 5.15/6.1) in `WB_SYNC_NONE`
+    /// mode over file `f`: the dirty-tag walk from `start` to the end of
+    /// the file, then from 0 back to `start` (range_cyclic), taking up to
+    /// `budget` dirty pages not already under writeback, marking them under
+    /// writeback and grouping them into requests of adjacent pages.
+    /// Returns the requests, the pages taken and where the walk stopped.
+    pub(crate) fn write_cache_pages(
+        &mut self,
+        f: u32,
+        start: u32,
+        budget: u64,
+    ) -> (Vec<(Vec<Pfn>, u64)>, u64, u32) {
+        let d = self.files[f as usize].dev;
         let mut reqs: Vec<(Vec<Pfn>, u64)> = Vec::new();
         let mut written = 0u64;
         let mut idx = start;
@@ -255,16 +279,8 @@ impl Kernel {
             // walk wraps above (which also ends the request run).
             idx += 1;
         }
-        let file = &mut self.files[f as usize];
-        file.writeback_index = idx;
-        if file.nr_dirty > 0 {
-            // requeue_inode(): more to write, back of the queue.
-            self.bdis[d].b_dirty.push_back(f);
-        } else {
-            file.on_dirty_list = false;
-        }
         self.count(Ev::Pgpgout, written * 4);
-        Some(reqs)
+        (reqs, written, idx)
     }
 
     /// `writeback_chunk_size` (fs/fs-writeback.c, 5.15) for WB_SYNC_NONE
@@ -306,16 +322,27 @@ pub async fn flusher(w: Rc<World>, d: usize) {
             let interval = k.params.dirty_writeback_centisecs * 10_000_000;
             let expire = k.params.dirty_expire_centisecs * 10_000_000;
             // (pages, written before `older_than` only, background work)
+            //
+            // wb_check_start_all() and wb_check_old_data_flush() (5.15/6.1)
+            // size their work by get_nr_dirty_pages() when it starts: the
+            // dirty pages then, plus the dirty inodes. Pages redirtied while
+            // it runs wait for the next round instead of keeping the flusher
+            // writing one hot file without end. (One wb per bdi here, so
+            // wb_split_bdi_pages gives this wb the whole count.) Background
+            // work has no budget: it stops below the background threshold.
+            let nr_dirty_pages = |k: &Kernel| {
+                k.nr_dirty() + k.bdis.iter().map(|b| b.b_dirty.len() as u64).sum::<u64>()
+            };
             if k.bdis[d].b_dirty.is_empty() || std::mem::take(&mut stalled) {
                 None
             } else if k.bdis[d].start_all {
                 k.bdis[d].start_all = false;
-                Some((u64::MAX, None, false))
+                Some((nr_dirty_pages(&k), None, false))
             } else if k.over_bg_thresh() {
                 Some((u64::MAX, None, true))
             } else if interval > 0 && now >= k.bdis[d].last_old_flush + interval {
                 k.bdis[d].last_old_flush = now;
-                Some((u64::MAX, Some(now.saturating_sub(expire)), false))
+                Some((nr_dirty_pages(&k), Some(now.saturating_sub(expire)), false))
             } else {
                 None
             }

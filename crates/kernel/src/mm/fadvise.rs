@@ -1,0 +1,83 @@
+//! `posix_fadvise(POSIX_FADV_DONTNEED)` over a whole file, as fio's
+//! `invalidate=1` (its default) issues it each time it opens a job's file:
+//! at the start and again at every pass over the file in a time-based job.
+//!
+//! `generic_fadvise` (mm/fadvise.c, 5.15 and 6.1): start writeback of the
+//! file's dirty pages (`__filemap_fdatawrite_range`, `WB_SYNC_NONE`; 5.15
+//! skips it while the backing device is write-congested, which only the
+//! single-queue layer ever is), then drop every page that is clean, not
+//! under writeback, not locked and not mapped (`invalidate_mapping_pages` →
+//! `mapping_evict_folio`, 6.1 `mapping_try_invalidate`). Pages still dirty
+//! or under writeback stay; the next pass's write finds them cached, while
+//! every dropped page has to be allocated (and charged) again.
+//!
+//! Simplified: the dropped pages leave no workingset shadow entry
+//! (`__remove_mapping(…, reclaimed = false)` leaves none either) and count
+//! no vmstat event (the kernel counts none); the CPU cost is that of
+//! reclaim's freeing per page and of submission per page written.
+
+use super::page::pg;
+use super::swap::{SHADOW, SLOT_EMPTY};
+use crate::block::{submit_bio, ReqKind, BLK_RW_ASYNC};
+use crate::engine::World;
+use crate::sched::maybe_pay_cpu;
+use crate::Kernel;
+
+/// `posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)` on file `f`.
+pub async fn fadvise_dontneed(w: &World, f: u32) {
+    let reqs = {
+        let mut k = w.k();
+        let d = k.files[f as usize].dev;
+        if k.devs[d].congested[BLK_RW_ASYNC] {
+            Vec::new()
+        } else {
+            let (reqs, written, _) = k.write_cache_pages(f, 0, u64::MAX);
+            let c = k.params.cost_io_submit_ns;
+            k.charge_sys(written * c);
+            reqs
+        }
+    };
+    let d = w.k().files[f as usize].dev;
+    for (pages, pos) in reqs {
+        submit_bio(w, d, ReqKind::FileWrite, pages, pos, false).await;
+    }
+    w.k().invalidate_mapping_pages(f);
+    maybe_pay_cpu(w).await;
+}
+
+impl Kernel {
+    /// `invalidate_mapping_pages` over all of file `f`: frees the cached
+    /// pages that are clean, not under writeback, not locked, not isolated
+    /// by a reclaimer and not mapped. Returns how many.
+    pub fn invalidate_mapping_pages(&mut self, f: u32) -> u64 {
+        let size = self.files[f as usize].size;
+        let mut freed = 0u64;
+        for i in 0..size {
+            let e = self.files[f as usize].cache.get(i as usize);
+            if e == SLOT_EMPTY || e & SHADOW != 0 {
+                continue;
+            }
+            let (wi, b) = ((i / 64) as usize, i % 64);
+            let mapped = self.files[f as usize]
+                .mapped
+                .get(wi)
+                .is_some_and(|m| m & (1 << b) != 0);
+            let p = self.frames.get(e);
+            if mapped
+                || p.test(pg::DIRTY | pg::WRITEBACK | pg::LOCKED | pg::ISOLATED)
+                || !p.test(pg::LRU)
+            {
+                continue;
+            }
+            self.lru_del(e);
+            self.files[f as usize].cache.set(i as usize, SLOT_EMPTY);
+            self.account_page(e, true, -1);
+            self.frames.get_mut(e).flags = 0;
+            self.free_page(e);
+            freed += 1;
+        }
+        let c = self.params.cost_reclaim_ns;
+        self.charge_sys(freed * c);
+        freed
+    }
+}
