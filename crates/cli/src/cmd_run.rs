@@ -121,6 +121,13 @@ enum Worker {
         /// Bytes to map (or a size like 512M).
         size: String,
     },
+    /// The CPU-speed probe a guest runs for `sim --machine guest:…`:
+    /// `cost KEY NS_PER_PAGE` lines (reclaimlab_host::cpu_probe).
+    CpuCosts {
+        /// MiB mapped per repetition.
+        #[arg(long, default_value_t = 32)]
+        mib: usize,
+    },
 }
 
 fn parse_sets(sets: &[String]) -> anyhow::Result<Vec<(String, String)>> {
@@ -277,6 +284,21 @@ fn run_guests(args: Args, exe: PathBuf) -> anyhow::Result<ExitCode> {
             "    workload throttling: {}",
             guest::results::describe_counts(&r.events)
         );
+        if let Some(n) = r.missing.describe(&r.facts.release) {
+            outln!("    {n}");
+        }
+        outln!(
+            "    as a simulator machine: sim --machine {} (CPU {})",
+            r.machine.to_arg(),
+            if r.facts.costs.is_empty() {
+                "not measured".to_string()
+            } else {
+                format!(
+                    "{}x slower than the simulator's defaults, measured in the guest",
+                    guest::machine::fmt_factor(r.machine.cpu_slowdown)
+                )
+            }
+        );
     }
     outln!();
     let dirs: Vec<PathBuf> = outcome.runs.iter().map(|r| r.record.clone()).collect();
@@ -333,6 +355,11 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
         Worker::MemoryHog { size } => {
             reclaimlab_host::workers::set_comm("memory-hog");
             reclaimlab_host::workers::memory_hog(parse_size("memory-hog SIZE", &size)?, stop)?
+        }
+        Worker::CpuCosts { mib } => {
+            for (k, v) in reclaimlab_host::cpu_probe::measure(mib * 256, 3) {
+                outln!("cost {k} {v:.1}");
+            }
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -11,6 +11,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use super::kernel_cache::{self, KernelFiles};
+use super::machine::GuestMachine;
 use super::qemu::{self, Accel, Disk, Ended, Vm};
 use super::{image, job_for, results, say, Control, GuestOptions, GuestRun, CONTROL_DISK_BPS};
 use crate::error::{HostError, Result};
@@ -286,7 +287,29 @@ pub(super) fn boot_one(
         let _ = fs::copy(unpack.join(log), out.join(format!("{file_name}.{log}")));
     }
     facts.check_tracepoints(&k.spec.label())?;
+    let requested = crate::tracefs::requested_events(
+        opts.sets
+            .iter()
+            .rev()
+            .find(|(s, _)| s == "capture.events")
+            .map_or("default", |(_, v)| v.as_str()),
+    );
+    let missing = facts.missing_events(&requested);
+    let missing_note = missing.describe(&facts.release);
+    if let Some(n) = &missing_note {
+        say(&format!("{name}: {n}"));
+    }
+    let machine = guest_machine(opts, &facts);
     let mut params = BTreeMap::new();
+    params.insert("guest.machine".to_string(), machine.to_arg());
+    params.insert("guest.events_missing".to_string(), missing.param());
+    params.insert(
+        "guest.cpu_slowdown".to_string(),
+        super::machine::fmt_factor(machine.cpu_slowdown),
+    );
+    for (k, v) in &facts.costs {
+        params.insert(format!("guest.cpu.{k}"), format!("{v:.1}"));
+    }
     params.insert("guest.accel".to_string(), accel.as_str().to_string());
     params.insert("guest.kernel_source".to_string(), k.source.clone());
     params.insert(
@@ -313,6 +336,25 @@ pub(super) fn boot_one(
             ""
         }
     )];
+    notes.push(match facts.costs.is_empty() {
+        false => format!(
+            "guest CPU: {}x slower than the simulator's cost.* defaults (median of {}); simulate this guest with `sim --machine {}`",
+            super::machine::fmt_factor(machine.cpu_slowdown),
+            facts
+                .costs
+                .iter()
+                .map(|(k, v)| format!("{k} {v:.0}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            machine.to_arg()
+        ),
+        true => format!(
+            "guest CPU: not measured (no cost lines in facts.txt); `sim --machine {}` assumes the simulator's own CPU speed",
+            machine.to_arg()
+        ),
+    });
+    notes.extend(missing_note.clone());
+    let machine_name = machine.to_arg();
     let crec = unpack.join("control");
     if opts.control != Control::None {
         if crec.join("run.json").is_file() {
@@ -323,7 +365,14 @@ pub(super) fn boot_one(
                 results::describe_counts(&ev)
             ));
             let dst = out.join(format!("{file_name}-control"));
-            move_record(&crec, &dst, &format!("{name} control"), &params, &[], accel)?;
+            move_record(
+                &crec,
+                &dst,
+                &format!("{name} control"),
+                &params,
+                &Vec::from_iter(missing_note.clone()),
+                &machine_name,
+            )?;
             control = Some((dst, ev));
         } else {
             notes.push(format!(
@@ -345,7 +394,7 @@ pub(super) fn boot_one(
     }
     let events = results::record_throttle_events(&wrec);
     let dst = out.join(&file_name);
-    move_record(&wrec, &dst, name, &params, &notes, accel)?;
+    move_record(&wrec, &dst, name, &params, &notes, &machine_name)?;
     say(&format!(
         "{name}: done in {wall_s:.0} s (boot {:.1} s, workload from {:.1} s); throttling: control {}, workload {}",
         boot_s.unwrap_or(0.0),
@@ -360,11 +409,30 @@ pub(super) fn boot_one(
         control,
         events,
         facts,
+        machine,
+        missing,
         boot_s,
         to_workload_s,
         wall_s,
         console,
     }))
+}
+
+/// The machine this boot was, for `sim --machine`: the options' sizes and
+/// the CPU slowdown the guest measured (1 if it measured nothing), rounded
+/// as the `guest:…` string spells it.
+pub(super) fn guest_machine(opts: &GuestOptions, facts: &results::Facts) -> GuestMachine {
+    let slowdown = crate::cpu_probe::slowdown(&facts.costs)
+        .map(|f| f.clamp(0.1, super::machine::MAX_SLOWDOWN))
+        .unwrap_or(1.0);
+    GuestMachine {
+        memory: opts.guest_memory,
+        cpus: opts.cpus,
+        disk_mb_s: opts.disk_mb_s,
+        swap: opts.guest_memory,
+        cgroup: opts.memory,
+        cpu_slowdown: super::machine::fmt_factor(slowdown).parse().unwrap_or(1.0),
+    }
 }
 
 fn move_record(
@@ -373,11 +441,11 @@ fn move_record(
     name: &str,
     params: &BTreeMap<String, String>,
     notes: &[String],
-    accel: Accel,
+    machine_name: &str,
 ) -> Result<()> {
     let rj = src.join("run.json");
     let text = fs::read_to_string(&rj).map_err(|e| HostError::io("cannot read", &rj, e))?;
-    let new = results::label_run_json(&text, name, params, notes, accel.as_str())
+    let new = results::label_run_json(&text, name, params, notes, machine_name)
         .map_err(|e| HostError::new(format!("{}: {e}", rj.display())))?;
     fs::write(&rj, new).map_err(|e| HostError::io("cannot write", &rj, e))?;
     // The unpack dir and the output may be on different filesystems: copy.

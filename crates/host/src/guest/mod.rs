@@ -18,6 +18,7 @@
 mod boot;
 pub mod image;
 pub mod kernel_cache;
+pub mod machine;
 pub mod qemu;
 pub mod results;
 pub mod spec;
@@ -113,6 +114,10 @@ pub struct GuestRun {
     pub events: BTreeMap<String, u64>,
     /// The guest's facts.
     pub facts: results::Facts,
+    /// The guest as a simulator machine (`sim --machine` of `machine.to_arg()`).
+    pub machine: machine::GuestMachine,
+    /// Tracepoints the run asked for that the guest kernel lacks.
+    pub missing: results::MissingEvents,
     /// Seconds from qemu's start to `/init`, and to the workload's start.
     pub boot_s: Option<f64>,
     /// See `boot_s`.
