@@ -87,6 +87,11 @@ pub struct Args {
     /// Update the cached apt package lists before resolving debian:X.Y.
     #[arg(long)]
     pub refresh_kernels: bool,
+    /// Guest images (one per reclaimlab binary, ~130 MB each) kept in the
+    /// cache, most recently used first, this run's among them; 0: never
+    /// prune (with --kernel; `reclaimlab cache` lists and prunes by hand).
+    #[arg(long, value_name = "N", default_value_t = reclaimlab_host::guest::cache::DEFAULT_KEEP_IMAGES)]
+    pub cache_keep: usize,
 }
 
 /// Arguments of the hidden `reclaimlab worker` programs.
@@ -238,6 +243,7 @@ fn run_guests(args: Args, exe: PathBuf) -> anyhow::Result<ExitCode> {
     o.out = args.out;
     o.boot_timeout_s = args.boot_timeout;
     o.refresh = args.refresh_kernels;
+    o.cache_keep = args.cache_keep;
     if let Some(c) = args.cache_dir {
         o.cache_dir = c;
     }

@@ -65,6 +65,10 @@ fn initrd_for(
         k.release,
         image::files_key(std::slice::from_ref(&k.vmlinuz), &k.source)
     ));
+    // Last use of each cached part, for pruning (guest::cache): a later
+    // boot of this run reads them again.
+    super::cache::touch(&kpart);
+    super::cache::touch(base);
     if !kpart.is_file() {
         let mut mods = Vec::new();
         if let Some(md) = &k.modules {

@@ -353,6 +353,8 @@ pub fn base_and_tools(cache: &Path, exe: &Path) -> Result<(PathBuf, PathBuf)> {
     let base = dir.join(format!("base-{key}.cpio.gz"));
     let tools = dir.join(format!("tools-{key}.img"));
     if base.is_file() && tools.is_file() {
+        super::cache::touch(&tools);
+        super::cache::touch(&base);
         return Ok((base, tools));
     }
     eprintln!(

@@ -16,6 +16,7 @@
 //! 4. everything undone on the end, an error or a signal (the state file's undo).
 
 mod boot;
+pub mod cache;
 pub mod image;
 pub mod kernel_cache;
 pub mod machine;
@@ -67,6 +68,9 @@ pub struct GuestOptions {
     pub cache_dir: PathBuf,
     /// Update the apt package lists even if cached.
     pub refresh: bool,
+    /// Tools images kept in the cache after this run's (the most recently
+    /// used, this run's own among them); 0: no pruning ([`cache`]).
+    pub cache_keep: usize,
     /// Seconds to wait for the guest's `/init`.
     pub boot_timeout_s: u64,
     /// This binary, copied into the guest.
@@ -92,6 +96,7 @@ impl GuestOptions {
             out: None,
             cache_dir: kernel_cache::default_cache_dir(),
             refresh: false,
+            cache_keep: cache::DEFAULT_KEEP_IMAGES,
             boot_timeout_s: 300,
             exe,
             state_dir: PathBuf::from(state::STATE_DIR),
@@ -366,6 +371,30 @@ pub fn run_guests(opts: &GuestOptions, stop: Arc<AtomicBool>) -> Result<GuestOut
     }
     let (base, tools) = image::base_and_tools(&opts.cache_dir, &opts.exe)?;
     let prepare_s = t_prep.elapsed().as_secs_f64();
+    if opts.cache_keep > 0 {
+        let mut keep = vec![base.clone(), tools.clone()];
+        keep.extend(kernels.iter().map(|k| k.vmlinuz.clone()));
+        let policy = cache::Policy {
+            keep_images: Some(opts.cache_keep),
+            max_bytes: None,
+            keep,
+            in_use: std::time::Duration::from_secs(cache::IN_USE_S),
+        };
+        match cache::prune(&opts.cache_dir, &policy) {
+            Ok(gone) if !gone.is_empty() => say(&format!(
+                "cache: removed {} ({}) from {}, keeping the {} most recently used image(s) (--cache-keep; `reclaimlab cache` lists the rest)",
+                gone.iter()
+                    .map(|e| format!("{} {}", e.kind.as_str(), e.name))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                human_bytes(gone.iter().map(|e| e.bytes).sum()),
+                opts.cache_dir.display(),
+                opts.cache_keep
+            )),
+            Ok(_) => {}
+            Err(e) => say(&format!("cache: not pruned: {e}")),
+        }
+    }
     let out = opts.out.clone().unwrap_or_else(|| {
         let secs = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
