@@ -282,6 +282,31 @@ pub fn prune(cache: &Path, policy: &Policy) -> Result<Vec<Entry>> {
     Ok(gone)
 }
 
+/// `run --kernel`'s pruning after it prepared its kernels and image: keeps
+/// the `keep_images` most recently used images and everything holding a
+/// `keep` path. Returns what to tell the user (`None`: nothing removed).
+pub fn auto_prune(cache: &Path, keep_images: usize, keep: Vec<PathBuf>) -> Option<String> {
+    let policy = Policy {
+        keep_images: Some(keep_images),
+        max_bytes: None,
+        keep,
+        in_use: Duration::from_secs(IN_USE_S),
+    };
+    match prune(cache, &policy) {
+        Ok(gone) if gone.is_empty() => None,
+        Ok(gone) => Some(format!(
+            "cache: removed {} ({}) from {}, keeping the {keep_images} most recently used image(s) (--cache-keep; `reclaimlab cache` lists the rest)",
+            gone.iter()
+                .map(|e| format!("{} {}", e.kind.as_str(), e.name))
+                .collect::<Vec<_>>()
+                .join(", "),
+            human_bytes(gone.iter().map(|e| e.bytes).sum()),
+            cache.display()
+        )),
+        Err(e) => Some(format!("cache: not pruned: {e}")),
+    }
+}
+
 /// One line per entry for `reclaimlab cache`: kind, name, size, last use.
 pub fn describe(e: &Entry, now: SystemTime) -> String {
     let age = now.duration_since(e.used).unwrap_or_default().as_secs();

@@ -374,25 +374,8 @@ pub fn run_guests(opts: &GuestOptions, stop: Arc<AtomicBool>) -> Result<GuestOut
     if opts.cache_keep > 0 {
         let mut keep = vec![base.clone(), tools.clone()];
         keep.extend(kernels.iter().map(|k| k.vmlinuz.clone()));
-        let policy = cache::Policy {
-            keep_images: Some(opts.cache_keep),
-            max_bytes: None,
-            keep,
-            in_use: std::time::Duration::from_secs(cache::IN_USE_S),
-        };
-        match cache::prune(&opts.cache_dir, &policy) {
-            Ok(gone) if !gone.is_empty() => say(&format!(
-                "cache: removed {} ({}) from {}, keeping the {} most recently used image(s) (--cache-keep; `reclaimlab cache` lists the rest)",
-                gone.iter()
-                    .map(|e| format!("{} {}", e.kind.as_str(), e.name))
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                human_bytes(gone.iter().map(|e| e.bytes).sum()),
-                opts.cache_dir.display(),
-                opts.cache_keep
-            )),
-            Ok(_) => {}
-            Err(e) => say(&format!("cache: not pruned: {e}")),
+        if let Some(msg) = cache::auto_prune(&opts.cache_dir, opts.cache_keep, keep) {
+            say(&msg);
         }
     }
     let out = opts.out.clone().unwrap_or_else(|| {

@@ -363,7 +363,7 @@ mod tests {
             m.param()
         );
         // Nothing missing; no event lines at all says nothing.
-        let f = have("6.1.0", &crate::tracefs::RELEVANT_EVENTS.to_vec());
+        let f = have("6.1.0", crate::tracefs::RELEVANT_EVENTS);
         assert_eq!(f.missing_events(&req).describe("x"), None);
         assert_eq!(f.missing_events(&req).param(), "none");
         assert_eq!(
