@@ -369,13 +369,18 @@ pub(super) fn boot_one(
                 results::describe_counts(&ev)
             ));
             let dst = out.join(format!("{file_name}-control"));
+            // The control ran in its own cgroup (or the whole guest), not
+            // in the workload's: its machine says so.
+            let cm = control_machine(&machine, opts.control).to_arg();
+            let mut cparams = params.clone();
+            cparams.insert("guest.machine".to_string(), cm.clone());
             move_record(
                 &crec,
                 &dst,
                 &format!("{name} control"),
-                &params,
+                &cparams,
                 &Vec::from_iter(missing_note.clone()),
-                &machine_name,
+                &cm,
             )?;
             control = Some((dst, ev));
         } else {
@@ -436,6 +441,15 @@ pub(super) fn guest_machine(opts: &GuestOptions, facts: &results::Facts) -> Gues
         swap: opts.guest_memory,
         cgroup: opts.memory,
         cpu_slowdown: super::machine::fmt_factor(slowdown).parse().unwrap_or(1.0),
+    }
+}
+
+/// The machine the positive control ran on: the guest, with the control's
+/// cgroup ([`Control::Cgroup`]: 256 MiB) or none ([`Control::Global`]).
+pub(super) fn control_machine(m: &GuestMachine, control: Control) -> GuestMachine {
+    GuestMachine {
+        cgroup: (control == Control::Cgroup).then_some(256 << 20),
+        ..m.clone()
     }
 }
 

@@ -485,6 +485,34 @@ mod tests {
     }
 
     #[test]
+    fn a_boot_names_its_machine_with_the_measured_slowdown() {
+        let mut o = GuestOptions::new("stutterp", vec![], "/x".into());
+        o.guest_memory = 1 << 30;
+        o.memory = Some(512 << 20);
+        o.disk_mb_s = 2;
+        let f = results::parse_facts(
+            "cost fault_zero_ns 41378\ncost zero_page_ns 16505\ncost touch_page_ns 291\ncost unmap_page_ns 3267\n",
+        );
+        let m = boot::guest_machine(&o, &f);
+        // Ratios 20.9, 206, 36.4, 10.9: the median is (20.9 + 36.4) / 2.
+        assert_eq!(
+            m.to_arg(),
+            "guest:1G,cpus=2,disk=2,swap=1G,memory=512M,cpu-slowdown=28.6"
+        );
+        let again = machine::GuestMachine::parse(&m.to_arg()).unwrap().unwrap();
+        assert_eq!(again, m);
+        assert_eq!(
+            boot::control_machine(&m, Control::Cgroup).to_arg(),
+            "guest:1G,cpus=2,disk=2,swap=1G,memory=256M,cpu-slowdown=28.6"
+        );
+        assert_eq!(boot::control_machine(&m, Control::Global).cgroup, None);
+        // Nothing measured: the simulator's own speed, no item.
+        let m = boot::guest_machine(&o, &results::Facts::default());
+        assert_eq!(m.cpu_slowdown, 1.0);
+        assert!(!m.to_arg().contains("cpu-slowdown"));
+    }
+
+    #[test]
     fn preflight_names_bad_sizes() {
         let mut o = GuestOptions::new("stutterp", vec![], "/x".into());
         o.guest_memory = 256 << 20;
