@@ -87,6 +87,11 @@ pub struct Args {
     /// Update the cached apt package lists before resolving debian:X.Y.
     #[arg(long)]
     pub refresh_kernels: bool,
+    /// Guest images (one per reclaimlab binary, ~130 MB each) kept in the
+    /// cache, most recently used first, this run's among them; 0: never
+    /// prune (with --kernel; `reclaimlab cache` lists and prunes by hand).
+    #[arg(long, value_name = "N", default_value_t = reclaimlab_host::guest::cache::DEFAULT_KEEP_IMAGES)]
+    pub cache_keep: usize,
 }
 
 /// Arguments of the hidden `reclaimlab worker` programs.
@@ -120,6 +125,13 @@ enum Worker {
     MemoryHog {
         /// Bytes to map (or a size like 512M).
         size: String,
+    },
+    /// The CPU-speed probe a guest runs for `sim --machine guest:…`:
+    /// `cost KEY NS_PER_PAGE` lines (reclaimlab_host::cpu_probe).
+    CpuCosts {
+        /// MiB mapped per repetition.
+        #[arg(long, default_value_t = 32)]
+        mib: usize,
     },
 }
 
@@ -231,6 +243,7 @@ fn run_guests(args: Args, exe: PathBuf) -> anyhow::Result<ExitCode> {
     o.out = args.out;
     o.boot_timeout_s = args.boot_timeout;
     o.refresh = args.refresh_kernels;
+    o.cache_keep = args.cache_keep;
     if let Some(c) = args.cache_dir {
         o.cache_dir = c;
     }
@@ -276,6 +289,21 @@ fn run_guests(args: Args, exe: PathBuf) -> anyhow::Result<ExitCode> {
         outln!(
             "    workload throttling: {}",
             guest::results::describe_counts(&r.events)
+        );
+        if let Some(n) = r.missing.describe(&r.facts.release) {
+            outln!("    {n}");
+        }
+        outln!(
+            "    as a simulator machine: sim --machine {} (CPU {})",
+            r.machine.to_arg(),
+            if r.facts.costs.is_empty() {
+                "not measured".to_string()
+            } else {
+                format!(
+                    "{}x slower than the simulator's defaults, measured in the guest",
+                    guest::machine::fmt_factor(r.machine.cpu_slowdown)
+                )
+            }
         );
     }
     outln!();
@@ -333,6 +361,11 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
         Worker::MemoryHog { size } => {
             reclaimlab_host::workers::set_comm("memory-hog");
             reclaimlab_host::workers::memory_hog(parse_size("memory-hog SIZE", &size)?, stop)?
+        }
+        Worker::CpuCosts { mib } => {
+            for (k, v) in reclaimlab_host::cpu_probe::measure(mib * 256, 3) {
+                outln!("cost {k} {v:.1}");
+            }
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -266,8 +266,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .as_deref()
         .map(|s| reclaimlab_host::parse_size("--max-memory", s))
         .transpose()?;
-    let crate::machine_arg::Resolved { machine, host_toml } =
-        crate::machine_arg::resolve(&args.machine)?;
+    let crate::machine_arg::Resolved {
+        machine,
+        host_toml,
+        cpu_slowdown,
+    } = crate::machine_arg::resolve(&args.machine)?;
     let mut profiles: Vec<&'static KernelProfile> = Vec::new();
     for k in &args.kernel {
         let names: Vec<&str> = reclaimlab_kernel::profile::profiles()
@@ -345,6 +348,8 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     for p in &profiles {
         for (pi, point) in points.iter().enumerate() {
             let mut params = Params::defaults(p);
+            // A guest's slower CPU (--machine guest:…,cpu-slowdown=F), before --set.
+            crate::machine_arg::scale_costs(&mut params, cpu_slowdown);
             // The hierarchy the machine's or the spec's cgroups are on,
             // unless --set memcg.version says otherwise.
             if let Some(wc) = &machine.workload_cgroup {

@@ -1,4 +1,10 @@
-//! `sim --machine`: a built-in machine, a machine TOML file, or this host.
+//! `sim --machine`: a built-in machine, a machine TOML file, this host, or a
+//! qemu guest as `run --kernel` boots it.
+//!
+//! `guest`, `guest:2G,cpus=2,disk=16,swap=2G,memory=512M,cpu-slowdown=40`
+//! (see `reclaimlab_host::guest::machine`), or the directory of a guest run's
+//! record (its `params.guest.machine`), describe the guest; the CPU slowdown
+//! multiplies every `cost.*` parameter ([`scale_costs`]), before `--set`.
 //!
 //! `host`, `host:SIZE`, `host:all`, with `,swap=SIZE` and `,dir=DIR` (see
 //! `reclaimlab_host::machine`) describe this host as the real run would see
@@ -9,8 +15,10 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
+use reclaimlab_host::guest::machine::GuestMachine;
 use reclaimlab_host::machine::{self as host_machine, HostArg, MeasureOptions};
 use reclaimlab_kernel::machine::Machine;
+use reclaimlab_kernel::params::Params;
 
 /// File name of the resolved host profile in the output directory.
 pub const HOST_PROFILE_FILE: &str = "machine-host.toml";
@@ -22,17 +30,67 @@ pub struct Resolved {
     pub machine: Machine,
     /// For `--machine host…`: the machine file that repeats it.
     pub host_toml: Option<String>,
+    /// Multiplier of every `cost.*` parameter (a guest's slow CPU); 1 otherwise.
+    pub cpu_slowdown: f64,
+}
+
+/// Multiplies every `cost.*` parameter by `factor` (rounded to whole ns,
+/// capped at the parameter's maximum). 1 leaves them as they are.
+pub fn scale_costs(params: &mut Params, factor: f64) {
+    if factor == 1.0 {
+        return;
+    }
+    for (name, value) in params.to_pairs() {
+        if !name.starts_with("cost.") {
+            continue;
+        }
+        if let Ok(v) = value.parse::<f64>() {
+            // A failed set (out of range) keeps the default; the factor is
+            // bounded so that none does (guest::machine::MAX_SLOWDOWN).
+            let _ = params.set(name, &format!("{}", (v * factor).round().min(1_000_000.0)));
+        }
+    }
+}
+
+/// Resolves `guest…`: the machine built from the description.
+fn resolve_guest(arg: &str, g: &GuestMachine) -> anyhow::Result<Resolved> {
+    let machine = Machine::from_toml(&g.machine_toml(), &format!("--machine {arg}"))
+        .context("the machine built for this guest is not valid (please report this as a bug)")?;
+    if g.cpu_slowdown != 1.0 {
+        eprintln!(
+            "reclaimlab: --machine {arg}: every cost.* parameter x{} (the guest's slower CPU), before --set",
+            reclaimlab_host::guest::machine::fmt_factor(g.cpu_slowdown)
+        );
+    }
+    Ok(Resolved {
+        machine,
+        host_toml: None,
+        cpu_slowdown: g.cpu_slowdown,
+    })
 }
 
 /// Resolves `--machine`: `host[:…]` describes this host (measuring its data
 /// device, or reusing a cached measurement; notes on stderr), anything else is
 /// a built-in name or a TOML file ([`Machine::load`]).
 pub fn resolve(arg: &str) -> anyhow::Result<Resolved> {
+    if let Some(g) = GuestMachine::parse(arg) {
+        return resolve_guest(arg, &g?);
+    }
+    if let Some(spec) = reclaimlab_host::guest::machine::record_machine(Path::new(arg)) {
+        let spec = spec.map_err(|e| anyhow::anyhow!("--machine {arg}: {e}"))?;
+        let g = GuestMachine::parse(&spec)
+            .with_context(|| {
+                format!("--machine {arg}: its guest.machine `{spec}` is not a guest: spec")
+            })?
+            .with_context(|| format!("--machine {arg}: its guest.machine"))?;
+        return resolve_guest(&spec, &g);
+    }
     match HostArg::parse(arg) {
         None => match Machine::load(arg) {
             Ok(machine) => Ok(Resolved {
                 machine,
                 host_toml: None,
+                cpu_slowdown: 1.0,
             }),
             Err(e @ reclaimlab_kernel::machine::MachineError::Unknown(..)) => {
                 let names: Vec<String> = reclaimlab_kernel::machine::builtin_machines()
@@ -63,6 +121,7 @@ pub fn resolve_host(arg: &str, host: &HostArg, opts: &MeasureOptions) -> anyhow:
     Ok(Resolved {
         machine,
         host_toml: Some(r.toml),
+        cpu_slowdown: 1.0,
     })
 }
 
@@ -99,6 +158,117 @@ mod tests {
         assert!(!e.contains("did you mean"), "{e}");
         let e = format!("{:#}", resolve("smal").err().unwrap());
         assert!(e.contains("(did you mean `small`?)"), "{e}");
+    }
+
+    #[test]
+    fn guest_specs_make_the_guest_machine() {
+        let r = resolve("guest:2G,cpus=2,disk=16,memory=512M,cpu-slowdown=40").unwrap();
+        let m = &r.machine;
+        m.check().unwrap();
+        assert_eq!(
+            m.name,
+            "guest:2G,cpus=2,disk=16,swap=2G,memory=512M,cpu-slowdown=40"
+        );
+        assert_eq!(
+            (m.cpus, m.nodes, m.memory_mib, m.swap_mib),
+            (2, 1, 2048, 2048)
+        );
+        assert_eq!(m.workload_memory_mib(), 512);
+        assert_eq!(m.workload_cgroup.as_ref().unwrap().version, 2);
+        let d = &m.devices[m.data_dev()];
+        assert_eq!(
+            (d.name.as_str(), d.write_mb_s, d.read_mb_s),
+            ("vdb", 16.0, 16.0)
+        );
+        assert_eq!(
+            d.effective_scheduler(),
+            reclaimlab_kernel::machine::Scheduler::None
+        );
+        assert_eq!(d.effective_wbt_lat_usec(), 75_000);
+        assert_eq!(m.devices[m.swap_dev()].name, "vdc");
+        assert_eq!(r.cpu_slowdown, 40.0);
+        assert!(r.host_toml.is_none());
+        // Global reclaim: no cgroup; one vCPU: mq-deadline, as the guest's kernel picks.
+        let m = resolve("guest:1G,cpus=1").unwrap().machine;
+        assert!(m.workload_cgroup.is_none());
+        assert_eq!(
+            m.devices[0].effective_scheduler(),
+            reclaimlab_kernel::machine::Scheduler::MqDeadline
+        );
+        assert_eq!(resolve("guest").unwrap().cpu_slowdown, 1.0);
+    }
+
+    #[test]
+    fn bad_guest_specs_name_the_field_and_fix() {
+        for (arg, want) in [
+            ("guest:2X", "the RAM (first item): `2X` is not a size"),
+            ("guest:2G,vcpus=2", "unknown item `vcpus=`"),
+            ("guest:2G,memory=2G", "memory=2G is outside"),
+            ("guest:", "nothing after `guest:`"),
+        ] {
+            let e = format!("{:#}", resolve(arg).err().unwrap());
+            assert!(e.contains(want) && e.contains("fix:"), "{arg}: {e}");
+        }
+    }
+
+    #[test]
+    fn cost_scaling_multiplies_every_cost() {
+        let p = reclaimlab_kernel::profile::profile("v5.15").unwrap();
+        let base = Params::defaults(p);
+        let mut x = base.clone();
+        scale_costs(&mut x, 1.0);
+        assert_eq!(x, base);
+        scale_costs(&mut x, 40.0);
+        assert_eq!(x.cost_fault_ns, base.cost_fault_ns * 40);
+        assert_eq!(x.cost_scan_ns, base.cost_scan_ns * 40);
+        assert_eq!(x.cost_touch_ns, base.cost_touch_ns * 40);
+        assert_eq!(x.cost_wakeup_ns, base.cost_wakeup_ns * 40);
+        assert_eq!(x.hz, base.hz, "only cost.* changes");
+        // The largest factor accepted keeps every cost inside its range.
+        let mut y = base.clone();
+        scale_costs(&mut y, reclaimlab_host::guest::machine::MAX_SLOWDOWN);
+        assert_eq!(y.cost_wakeup_ns, base.cost_wakeup_ns * 500);
+    }
+
+    /// The guest's CPU probe compares against the simulator's defaults; it
+    /// keeps its own copy (the host crate does not depend on the kernel).
+    #[test]
+    fn cpu_probe_reference_is_the_simulators_defaults() {
+        let d = Params::defaults(reclaimlab_kernel::profile::profile("v5.16").unwrap());
+        let want = [
+            ("fault_zero_ns", (d.cost_fault_ns + d.cost_zero_ns) as f64),
+            ("zero_page_ns", d.cost_zero_ns as f64),
+            ("touch_page_ns", d.cost_touch_ns as f64),
+            ("unmap_page_ns", d.cost_unmap_ns as f64),
+        ];
+        for ((k, _, v), (wk, wv)) in reclaimlab_host::cpu_probe::REFERENCE.iter().zip(want) {
+            assert_eq!((*k, *v), (wk, wv));
+        }
+    }
+
+    #[test]
+    fn a_guest_record_names_its_machine() {
+        let tmp = std::env::temp_dir().join(format!("reclaimlab-guest-rec-{}", std::process::id()));
+        let rec = tmp.join("debian-6.1");
+        std::fs::create_dir_all(&rec).unwrap();
+        std::fs::write(
+            rec.join("run.json"),
+            r#"{"params":{"guest.machine":"guest:2G,cpus=2,disk=16,swap=2G,memory=512M,cpu-slowdown=37.5"}}"#,
+        )
+        .unwrap();
+        let r = resolve(rec.to_str().unwrap()).unwrap();
+        assert_eq!(
+            r.machine.name,
+            "guest:2G,cpus=2,disk=16,swap=2G,memory=512M,cpu-slowdown=37.5"
+        );
+        assert_eq!(r.cpu_slowdown, 37.5);
+        std::fs::write(rec.join("run.json"), r#"{"params":{"run.scope":"host"}}"#).unwrap();
+        let e = format!("{:#}", resolve(rec.to_str().unwrap()).err().unwrap());
+        assert!(
+            e.contains("no params.guest.machine") && e.contains("fix:"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&tmp).unwrap();
     }
 
     #[test]

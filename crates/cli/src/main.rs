@@ -21,6 +21,7 @@ macro_rules! outln {
     };
 }
 
+mod cmd_cache;
 mod cmd_doctor;
 mod cmd_fidelity;
 mod cmd_import;
@@ -62,6 +63,8 @@ enum Mode {
     List(cmd_list::Args),
     /// Say what this host can `run`, and how to fix what is missing.
     Doctor(cmd_doctor::Args),
+    /// List or prune the guest kernel and image cache of `run --kernel`.
+    Cache(cmd_cache::Args),
     /// Internal worker programs used by `run` (not for direct use).
     #[command(hide = true)]
     Worker(cmd_run::WorkerArgs),
@@ -77,6 +80,7 @@ fn main() -> ExitCode {
         Mode::Import(a) => cmd_import::run(a),
         Mode::List(a) => cmd_list::run(a),
         Mode::Doctor(a) => cmd_doctor::run(a),
+        Mode::Cache(a) => cmd_cache::run(a),
         Mode::Worker(a) => cmd_run::worker(a),
     };
     match result {

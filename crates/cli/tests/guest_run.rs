@@ -114,6 +114,53 @@ fn real_guest_boot_of_debian_6_1() {
             || stdout.contains("positive control: none (NO throttling fired"),
         "{stdout}"
     );
+    // The record names its machine, the one `sim --machine` takes, with the
+    // CPU slowdown the guest measured; missing tracepoints are listed.
+    let v: serde_json::Value = serde_json::from_str(&run_json).unwrap();
+    let m = v["params"]["guest.machine"].as_str().unwrap();
+    assert!(
+        m.starts_with("guest:2G,cpus=2,disk=16,swap=2G,memory=512M"),
+        "{m}"
+    );
+    assert_eq!(v["machine"]["name"].as_str(), Some(m));
+    assert!(
+        v["params"]["guest.cpu.fault_zero_ns"].is_string(),
+        "{run_json}"
+    );
+    let missing = v["params"]["guest.events_missing"].as_str().unwrap();
+    assert!(
+        !missing.contains("mm_vmscan_throttled"),
+        "6.1 has it: {missing}"
+    );
+    assert!(
+        stdout.contains("as a simulator machine: sim --machine guest:"),
+        "{stdout}"
+    );
+    let sim_out = out_dir.join("sim");
+    let s = bin()
+        .args(["sim", "stutterp", "--kernel", "v5.16", "--machine"])
+        .arg(&rec)
+        .args([
+            "--set",
+            "stutterp.duration_s=2",
+            "--set",
+            "stutterp.warmup_s=1",
+            "--out",
+        ])
+        .arg(&sim_out)
+        .output()
+        .unwrap();
+    assert_eq!(
+        s.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&s.stderr)
+    );
+    let sim_json = std::fs::read_to_string(sim_out.join("v5.16/run.json")).unwrap();
+    assert!(
+        sim_json.contains(&format!("\"name\": \"{m}\"")),
+        "{sim_json}"
+    );
     // Nothing left behind: no qemu of ours, no temp dir of this run.
     let leftover = std::fs::read_dir("/var/tmp")
         .unwrap()
@@ -121,4 +168,119 @@ fn real_guest_boot_of_debian_6_1() {
         .any(|e| e.path().join("initrd.gz").is_file());
     assert!(!leftover, "a guest temp dir was left in /var/tmp");
     let _ = std::fs::remove_dir_all(&out_dir);
+}
+
+#[test]
+fn sim_on_a_guest_machine_scales_the_cpu_costs() {
+    let out_dir = tmp("sim-guest");
+    let m = "guest:1G,cpus=1,disk=4,memory=512M,cpu-slowdown=20";
+    let out = bin()
+        .args(["sim", "stutterp", "--kernel", "v5.15", "--machine", m])
+        .args([
+            "--set",
+            "stutterp.duration_s=2",
+            "--set",
+            "stutterp.warmup_s=1",
+        ])
+        .args(["--set", "cost.wakeup_ns=1000", "--out"])
+        .arg(&out_dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("every cost.* parameter x20"), "{err}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("v5.15/run.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        v["machine"]["name"],
+        "guest:1G,cpus=1,disk=4,swap=1G,memory=512M,cpu-slowdown=20"
+    );
+    // x20 of the defaults (1900, 150); --set still wins.
+    assert_eq!(v["params"]["cost.fault_ns"], "38000");
+    assert_eq!(v["params"]["cost.scan_page_ns"], "3000");
+    assert_eq!(v["params"]["cost.wakeup_ns"], "1000");
+    let _ = std::fs::remove_dir_all(&out_dir);
+}
+
+#[test]
+fn malformed_guest_machines_exit_2_naming_the_field() {
+    for (m, want) in [
+        ("guest:2G,cpus=many", "cpus=`many` is not 1..=64"),
+        ("guest:2G,disk=", "disk=`` is not a bandwidth"),
+        ("guest:2G,cpu-slowdown=fast", "cpu-slowdown=`fast`"),
+        ("guest:2G,ram=1G", "unknown item `ram=`"),
+    ] {
+        let out = bin()
+            .args(["sim", "stutterp", "--machine", m, "--out"])
+            .arg(tmp("bad-guest"))
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{m}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(want) && err.contains("fix:"), "{m}: {err}");
+    }
+}
+
+#[test]
+fn cache_lists_and_prunes_a_guest_cache() {
+    let c = tmp("cache");
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3 * 86_400);
+    for key in ["aaaa", "bbbb", "cccc"] {
+        for f in [format!("tools-{key}.img"), format!("base-{key}.cpio.gz")] {
+            let p = c.join("images").join(f);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(&p, vec![0u8; 8192]).unwrap();
+            let f = std::fs::File::options().append(true).open(&p).unwrap();
+            // aaaa oldest, cccc newest (all older than the hour of protection).
+            let age = match key {
+                "aaaa" => 3,
+                "bbbb" => 2,
+                _ => 1,
+            };
+            f.set_modified(old + std::time::Duration::from_secs(86_400 * (3 - age)))
+                .unwrap();
+        }
+    }
+    let run = |args: &[&str]| {
+        let o = bin()
+            .arg("cache")
+            .args(args)
+            .arg("--cache-dir")
+            .arg(&c)
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stdout).into_owned(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, out, _) = run(&[]);
+    assert_eq!(code, Some(0));
+    assert_eq!(out.matches("image ").count(), 3, "{out}");
+    let (code, out, _) = run(&["--prune", "--keep", "1", "--dry-run"]);
+    assert_eq!(code, Some(0));
+    assert!(out.contains("would remove image             aaaa"), "{out}");
+    assert!(
+        c.join("images/tools-aaaa.img").exists(),
+        "dry run removed it"
+    );
+    let (code, out, _) = run(&["--prune", "--keep", "1"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("removed 2 entries"), "{out}");
+    assert!(c.join("images/tools-cccc.img").exists());
+    assert!(
+        !c.join("images/tools-aaaa.img").exists() && !c.join("images/base-bbbb.cpio.gz").exists()
+    );
+    let (code, _, err) = run(&["--prune", "--max-size", "lots"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("--max-size: `lots` is not a size") && err.contains("fix:"),
+        "{err}"
+    );
+    let (code, _, err) = run(&["--dry-run"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("only apply with --prune"), "{err}");
+    let _ = std::fs::remove_dir_all(&c);
 }

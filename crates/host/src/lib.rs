@@ -10,6 +10,7 @@
 //! describes this host as a machine profile for the simulator (`sim --machine host`).
 
 pub mod cgroup;
+pub mod cpu_probe;
 pub mod doctor;
 pub mod error;
 pub mod fio;

@@ -11,6 +11,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use super::kernel_cache::{self, KernelFiles};
+use super::machine::GuestMachine;
 use super::qemu::{self, Accel, Disk, Ended, Vm};
 use super::{image, job_for, results, say, Control, GuestOptions, GuestRun, CONTROL_DISK_BPS};
 use crate::error::{HostError, Result};
@@ -64,6 +65,10 @@ fn initrd_for(
         k.release,
         image::files_key(std::slice::from_ref(&k.vmlinuz), &k.source)
     ));
+    // Last use of each cached part, for pruning (guest::cache): a later
+    // boot of this run reads them again.
+    super::cache::touch(&kpart);
+    super::cache::touch(base);
     if !kpart.is_file() {
         let mut mods = Vec::new();
         if let Some(md) = &k.modules {
@@ -286,7 +291,29 @@ pub(super) fn boot_one(
         let _ = fs::copy(unpack.join(log), out.join(format!("{file_name}.{log}")));
     }
     facts.check_tracepoints(&k.spec.label())?;
+    let requested = crate::tracefs::requested_events(
+        opts.sets
+            .iter()
+            .rev()
+            .find(|(s, _)| s == "capture.events")
+            .map_or("default", |(_, v)| v.as_str()),
+    );
+    let missing = facts.missing_events(&requested);
+    let missing_note = missing.describe(&facts.release);
+    if let Some(n) = &missing_note {
+        say(&format!("{name}: {n}"));
+    }
+    let machine = guest_machine(opts, &facts);
     let mut params = BTreeMap::new();
+    params.insert("guest.machine".to_string(), machine.to_arg());
+    params.insert("guest.events_missing".to_string(), missing.param());
+    params.insert(
+        "guest.cpu_slowdown".to_string(),
+        super::machine::fmt_factor(machine.cpu_slowdown),
+    );
+    for (k, v) in &facts.costs {
+        params.insert(format!("guest.cpu.{k}"), format!("{v:.1}"));
+    }
     params.insert("guest.accel".to_string(), accel.as_str().to_string());
     params.insert("guest.kernel_source".to_string(), k.source.clone());
     params.insert(
@@ -313,6 +340,25 @@ pub(super) fn boot_one(
             ""
         }
     )];
+    notes.push(match facts.costs.is_empty() {
+        false => format!(
+            "guest CPU: {}x slower than the simulator's cost.* defaults (median of {}); simulate this guest with `sim --machine {}`",
+            super::machine::fmt_factor(machine.cpu_slowdown),
+            facts
+                .costs
+                .iter()
+                .map(|(k, v)| format!("{k} {v:.0}"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            machine.to_arg()
+        ),
+        true => format!(
+            "guest CPU: not measured (no cost lines in facts.txt); `sim --machine {}` assumes the simulator's own CPU speed",
+            machine.to_arg()
+        ),
+    });
+    notes.extend(missing_note.clone());
+    let machine_name = machine.to_arg();
     let crec = unpack.join("control");
     if opts.control != Control::None {
         if crec.join("run.json").is_file() {
@@ -323,7 +369,19 @@ pub(super) fn boot_one(
                 results::describe_counts(&ev)
             ));
             let dst = out.join(format!("{file_name}-control"));
-            move_record(&crec, &dst, &format!("{name} control"), &params, &[], accel)?;
+            // The control ran in its own cgroup (or the whole guest), not
+            // in the workload's: its machine says so.
+            let cm = control_machine(&machine, opts.control).to_arg();
+            let mut cparams = params.clone();
+            cparams.insert("guest.machine".to_string(), cm.clone());
+            move_record(
+                &crec,
+                &dst,
+                &format!("{name} control"),
+                &cparams,
+                &Vec::from_iter(missing_note.clone()),
+                &cm,
+            )?;
             control = Some((dst, ev));
         } else {
             notes.push(format!(
@@ -345,7 +403,7 @@ pub(super) fn boot_one(
     }
     let events = results::record_throttle_events(&wrec);
     let dst = out.join(&file_name);
-    move_record(&wrec, &dst, name, &params, &notes, accel)?;
+    move_record(&wrec, &dst, name, &params, &notes, &machine_name)?;
     say(&format!(
         "{name}: done in {wall_s:.0} s (boot {:.1} s, workload from {:.1} s); throttling: control {}, workload {}",
         boot_s.unwrap_or(0.0),
@@ -360,11 +418,39 @@ pub(super) fn boot_one(
         control,
         events,
         facts,
+        machine,
+        missing,
         boot_s,
         to_workload_s,
         wall_s,
         console,
     }))
+}
+
+/// The machine this boot was, for `sim --machine`: the options' sizes and
+/// the CPU slowdown the guest measured (1 if it measured nothing), rounded
+/// as the `guest:…` string spells it.
+pub(super) fn guest_machine(opts: &GuestOptions, facts: &results::Facts) -> GuestMachine {
+    let slowdown = crate::cpu_probe::slowdown(&facts.costs)
+        .map(|f| f.clamp(0.1, super::machine::MAX_SLOWDOWN))
+        .unwrap_or(1.0);
+    GuestMachine {
+        memory: opts.guest_memory,
+        cpus: opts.cpus,
+        disk_mb_s: opts.disk_mb_s,
+        swap: opts.guest_memory,
+        cgroup: opts.memory,
+        cpu_slowdown: super::machine::fmt_factor(slowdown).parse().unwrap_or(1.0),
+    }
+}
+
+/// The machine the positive control ran on: the guest, with the control's
+/// cgroup ([`Control::Cgroup`]: 256 MiB) or none ([`Control::Global`]).
+pub(super) fn control_machine(m: &GuestMachine, control: Control) -> GuestMachine {
+    GuestMachine {
+        cgroup: (control == Control::Cgroup).then_some(256 << 20),
+        ..m.clone()
+    }
 }
 
 fn move_record(
@@ -373,11 +459,11 @@ fn move_record(
     name: &str,
     params: &BTreeMap<String, String>,
     notes: &[String],
-    accel: Accel,
+    machine_name: &str,
 ) -> Result<()> {
     let rj = src.join("run.json");
     let text = fs::read_to_string(&rj).map_err(|e| HostError::io("cannot read", &rj, e))?;
-    let new = results::label_run_json(&text, name, params, notes, accel.as_str())
+    let new = results::label_run_json(&text, name, params, notes, machine_name)
         .map_err(|e| HostError::new(format!("{}: {e}", rj.display())))?;
     fs::write(&rj, new).map_err(|e| HostError::io("cannot write", &rj, e))?;
     // The unpack dir and the output may be on different filesystems: copy.

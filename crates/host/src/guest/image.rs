@@ -154,10 +154,14 @@ pub fn job_script(job: &Job) -> String {
          echo \"memtotal_kb $(awk '/^MemTotal/ {print $2}' /proc/meminfo)\"\n  \
          echo \"swap_kb $(awk '/^SwapTotal/ {print $2}' /proc/meminfo)\"\n  \
          echo \"lru_gen $(cat /sys/kernel/mm/lru_gen/enabled 2>/dev/null || echo absent)\"\n  \
-         for e in mm_vmscan_throttled writeback_congestion_wait writeback_wait_iff_congested mm_vmscan_direct_reclaim_begin; do\n    \
-         grep -q \":$e\\$\" /sys/kernel/tracing/available_events && echo \"event $e\"\n  done\n\
+         for e in EVENTS; do\n    \
+         grep -qx \"$e\" /sys/kernel/tracing/available_events && echo \"event $e\"\n  done\n\
+         reclaimlab worker cpu-costs 2>/dev/null\n\
          } > /out/facts.txt\ncat /out/facts.txt\n",
-    );
+    )
+    // Every tracepoint a run may ask for, as `subsystem:event` (the form of
+    // available_events' lines), so the host can say which the kernel lacks.
+    .replace("EVENTS", &crate::tracefs::RELEVANT_EVENTS.join(" "));
     if !job.control_args.is_empty() {
         s.push_str("cat > /control.toml <<'RECLAIMLAB_EOF'\n");
         s.push_str(&job.control_spec);
@@ -349,6 +353,8 @@ pub fn base_and_tools(cache: &Path, exe: &Path) -> Result<(PathBuf, PathBuf)> {
     let base = dir.join(format!("base-{key}.cpio.gz"));
     let tools = dir.join(format!("tools-{key}.img"));
     if base.is_file() && tools.is_file() {
+        super::cache::touch(&tools);
+        super::cache::touch(&base);
         return Ok((base, tools));
     }
     eprintln!(

@@ -356,6 +356,8 @@ fn fetch_debian(
     let release = pkg.trim_start_matches("linux-image-").to_string();
     let key = format!("{pkg}_{version}");
     let dir = cache.join("kernels").join(&key);
+    // Last use, for pruning (guest::cache).
+    super::cache::touch(&dir.join(".complete"));
     if !dir.join(".complete").is_file() {
         let debs = cache.join("debs");
         fs::create_dir_all(&debs).map_err(|e| HostError::io("cannot create", &debs, e))?;

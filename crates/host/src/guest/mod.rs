@@ -16,8 +16,10 @@
 //! 4. everything undone on the end, an error or a signal (the state file's undo).
 
 mod boot;
+pub mod cache;
 pub mod image;
 pub mod kernel_cache;
+pub mod machine;
 pub mod qemu;
 pub mod results;
 pub mod spec;
@@ -66,6 +68,9 @@ pub struct GuestOptions {
     pub cache_dir: PathBuf,
     /// Update the apt package lists even if cached.
     pub refresh: bool,
+    /// Tools images kept in the cache after this run's (the most recently
+    /// used, this run's own among them); 0: no pruning ([`cache`]).
+    pub cache_keep: usize,
     /// Seconds to wait for the guest's `/init`.
     pub boot_timeout_s: u64,
     /// This binary, copied into the guest.
@@ -91,6 +96,7 @@ impl GuestOptions {
             out: None,
             cache_dir: kernel_cache::default_cache_dir(),
             refresh: false,
+            cache_keep: cache::DEFAULT_KEEP_IMAGES,
             boot_timeout_s: 300,
             exe,
             state_dir: PathBuf::from(state::STATE_DIR),
@@ -113,6 +119,10 @@ pub struct GuestRun {
     pub events: BTreeMap<String, u64>,
     /// The guest's facts.
     pub facts: results::Facts,
+    /// The guest as a simulator machine (`sim --machine` of `machine.to_arg()`).
+    pub machine: machine::GuestMachine,
+    /// Tracepoints the run asked for that the guest kernel lacks.
+    pub missing: results::MissingEvents,
     /// Seconds from qemu's start to `/init`, and to the workload's start.
     pub boot_s: Option<f64>,
     /// See `boot_s`.
@@ -361,6 +371,13 @@ pub fn run_guests(opts: &GuestOptions, stop: Arc<AtomicBool>) -> Result<GuestOut
     }
     let (base, tools) = image::base_and_tools(&opts.cache_dir, &opts.exe)?;
     let prepare_s = t_prep.elapsed().as_secs_f64();
+    if opts.cache_keep > 0 {
+        let mut keep = vec![base.clone(), tools.clone()];
+        keep.extend(kernels.iter().map(|k| k.vmlinuz.clone()));
+        if let Some(msg) = cache::auto_prune(&opts.cache_dir, opts.cache_keep, keep) {
+            say(&msg);
+        }
+    }
     let out = opts.out.clone().unwrap_or_else(|| {
         let secs = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -465,6 +482,34 @@ mod tests {
         assert!(w.contains("--scope cgroup --memory 512M"), "{w}");
         assert!(!w.contains("stutterp.workers=2"), "{w}");
         assert!(j.control_args.is_empty());
+    }
+
+    #[test]
+    fn a_boot_names_its_machine_with_the_measured_slowdown() {
+        let mut o = GuestOptions::new("stutterp", vec![], "/x".into());
+        o.guest_memory = 1 << 30;
+        o.memory = Some(512 << 20);
+        o.disk_mb_s = 2;
+        let f = results::parse_facts(
+            "cost fault_zero_ns 41378\ncost zero_page_ns 16505\ncost touch_page_ns 291\ncost unmap_page_ns 3267\n",
+        );
+        let m = boot::guest_machine(&o, &f);
+        // Ratios 20.9, 206, 36.4, 10.9: the median is (20.9 + 36.4) / 2.
+        assert_eq!(
+            m.to_arg(),
+            "guest:1G,cpus=2,disk=2,swap=1G,memory=512M,cpu-slowdown=28.6"
+        );
+        let again = machine::GuestMachine::parse(&m.to_arg()).unwrap().unwrap();
+        assert_eq!(again, m);
+        assert_eq!(
+            boot::control_machine(&m, Control::Cgroup).to_arg(),
+            "guest:1G,cpus=2,disk=2,swap=1G,memory=256M,cpu-slowdown=28.6"
+        );
+        assert_eq!(boot::control_machine(&m, Control::Global).cgroup, None);
+        // Nothing measured: the simulator's own speed, no item.
+        let m = boot::guest_machine(&o, &results::Facts::default());
+        assert_eq!(m.cpu_slowdown, 1.0);
+        assert!(!m.to_arg().contains("cpu-slowdown"));
     }
 
     #[test]

@@ -4,8 +4,8 @@ use crate::error::{human_bytes, HostError, Result};
 
 use super::*;
 
-/// A TOML basic string.
-pub(super) fn toml_str(s: &str) -> String {
+/// A TOML basic string (quoted and escaped).
+pub fn toml_str(s: &str) -> String {
     let mut o = String::with_capacity(s.len() + 2);
     o.push('"');
     for c in s.chars() {

@@ -1,0 +1,442 @@
+//! A guest as a simulator machine: `sim --machine guest:2G,cpus=2,disk=16,…`.
+//!
+//! `run --kernel` boots its kernels in a qemu guest with a given RAM, vCPUs,
+//! a data disk capped by qemu's `throttling.bps-total`, a swap disk of the
+//! guest's RAM and, with `--memory`, a cgroup v2 limit inside the guest. The
+//! same description, written as `guest:ITEMS`, gives the simulator the same
+//! machine, so that `sim` and `run --kernel` of one workload compare like for
+//! like. Every guest record names its machine this way (`machine.name` and
+//! `params.guest.machine` of its `run.json`): pass that string to
+//! `sim --machine`.
+//!
+//! | item | meaning | default (as `run --kernel`) |
+//! |---|---|---|
+//! | `SIZE` (first) | guest RAM (`--guest-memory`) | 2G |
+//! | `cpus=N` | vCPUs (`--guest-cpus`) | 2 |
+//! | `disk=MB/s` | the data disk's cap (`--disk-mb-s`), 10^6 bytes/s | 16 |
+//! | `swap=SIZE` | the swap disk (`run` gives it the guest's RAM) | the RAM |
+//! | `memory=SIZE` | the cgroup v2 limit inside the guest (`--memory`) | none: global reclaim |
+//! | `cpu-slowdown=F` | every `cost.*` CPU cost multiplied by F | 1 |
+//!
+//! **The slow CPU.** The simulator has no clock rate: CPU speed is its
+//! `cost.*` parameters (ns of CPU per page faulted, zeroed, scanned,
+//! reclaimed, …). A TCG guest runs them many times slower while its timeouts
+//! stay wall-clock, so `cpu-slowdown=F` multiplies every `cost.*` default by
+//! F. A guest run measures F inside the guest ([`crate::cpu_probe`]: first
+//! touches, `memset`, stores and `munmap` of a fresh mapping, against the
+//! defaults they stand for) and writes it into the record's machine string.
+//! The costs the probe cannot reach (scan, reclaim, I/O submission, wake-up)
+//! get the same factor: an assumption, said in the machine file.
+//!
+//! Nothing here boots or measures: pure parsing and formatting.
+
+use crate::error::{parse_size, HostError, Result};
+use crate::machine::size_arg;
+
+const MIB: u64 = 1 << 20;
+
+/// The accepted spelling, for error messages.
+pub const GUEST_SYNTAX: &str = "--machine guest:2G,cpus=2,disk=16,swap=2G,memory=512M,cpu-slowdown=40 (items after `guest:` separated by commas; all optional; a guest record's machine.name is one)";
+
+/// Largest `cpu-slowdown`: the simulator's `cost.*` parameters stop at
+/// 1,000,000 ns, and its largest default (`cost.wakeup_ns`, 2000 ns) times
+/// this stays inside.
+pub const MAX_SLOWDOWN: f64 = 500.0;
+
+/// A guest as `run --kernel` boots it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GuestMachine {
+    /// Guest RAM, bytes.
+    pub memory: u64,
+    /// vCPUs.
+    pub cpus: u32,
+    /// The data disk's cap, MB/s (10^6 bytes/s), reads and writes together.
+    pub disk_mb_s: u64,
+    /// Swap, bytes.
+    pub swap: u64,
+    /// A cgroup v2 limit inside the guest, bytes.
+    pub cgroup: Option<u64>,
+    /// Multiplier of every `cost.*` parameter.
+    pub cpu_slowdown: f64,
+}
+
+impl GuestMachine {
+    /// `run --kernel`'s defaults.
+    pub fn defaults() -> GuestMachine {
+        GuestMachine {
+            memory: 2 << 30,
+            cpus: 2,
+            disk_mb_s: 16,
+            swap: 2 << 30,
+            cgroup: None,
+            cpu_slowdown: 1.0,
+        }
+    }
+
+    /// Parses `guest` or `guest:ITEMS`; `None` if `s` does not name a guest
+    /// (a file called `guest` can be given as `./guest`).
+    pub fn parse(s: &str) -> Option<Result<GuestMachine>> {
+        let rest = if s == "guest" {
+            ""
+        } else {
+            s.strip_prefix("guest:")?
+        };
+        Some(Self::parse_items(s, rest))
+    }
+
+    fn parse_items(whole: &str, rest: &str) -> Result<GuestMachine> {
+        let bad = |what: String, fix: &str| {
+            Err(HostError::with_fix(
+                format!("--machine {whole}: {what}"),
+                if fix.is_empty() {
+                    format!("write {GUEST_SYNTAX}")
+                } else {
+                    fix.to_string()
+                },
+            ))
+        };
+        if whole != "guest" && rest.trim().is_empty() {
+            return bad("nothing after `guest:`".into(), "");
+        }
+        let mut m = GuestMachine::defaults();
+        let mut seen: Vec<&str> = Vec::new();
+        let mut swap_given = false;
+        for (i, item) in rest.split(',').filter(|_| !rest.is_empty()).enumerate() {
+            let item = item.trim();
+            if item.is_empty() {
+                return bad("an empty item between commas".into(), "");
+            }
+            let (key, v) = match item.split_once('=') {
+                Some((k, v)) => (k.trim(), v.trim()),
+                None if i == 0 => ("", item),
+                None => {
+                    return bad(
+                        format!("`{item}`: only the first item (the guest's RAM) has no `key=`"),
+                        "",
+                    )
+                }
+            };
+            if seen.contains(&key) {
+                let name = if key.is_empty() { "the RAM" } else { key };
+                return bad(format!("{name} given twice"), "");
+            }
+            seen.push(key);
+            let size = |field: &str, ex: &str| -> Result<u64> {
+                parse_size(&format!("--machine {whole}: {field}"), v).map_err(|e| {
+                    HostError::with_fix(
+                        e.what,
+                        format!(
+                            "give {field} as a size with K, M or G (powers of 1024), e.g. {ex}"
+                        ),
+                    )
+                })
+            };
+            match key {
+                "" => m.memory = size("the RAM (first item)", "guest:2G")?,
+                "cpus" => {
+                    m.cpus = match v.parse::<u32>() {
+                        Ok(n @ 1..=64) => n,
+                        _ => return bad(format!("cpus=`{v}` is not 1..=64 vCPUs"), "e.g. guest:2G,cpus=2 (as run --guest-cpus)"),
+                    }
+                }
+                "disk" => {
+                    m.disk_mb_s = match v.trim_end_matches("MB/s").parse::<u64>() {
+                        Ok(n @ 1..=100_000) => n,
+                        _ => return bad(format!("disk=`{v}` is not a bandwidth of 1..=100000 MB/s"), "e.g. guest:2G,disk=16 (as run --disk-mb-s 16)"),
+                    }
+                }
+                "swap" => {
+                    m.swap = if v == "0" {
+                        0
+                    } else {
+                        size("swap=", "guest:2G,swap=2G (0 for none)")?
+                    };
+                    swap_given = true;
+                }
+                "memory" => m.cgroup = Some(size("memory=", "guest:2G,memory=512M (as run --memory 512M)")?),
+                "cpu-slowdown" => {
+                    m.cpu_slowdown = match v.trim_end_matches('x').parse::<f64>() {
+                        Ok(f) if (0.1..=MAX_SLOWDOWN).contains(&f) => f,
+                        _ => return bad(format!("cpu-slowdown=`{v}` is not a factor of 0.1..={MAX_SLOWDOWN}"), "e.g. guest:2G,cpu-slowdown=40 (a TCG guest's record names its measured factor)"),
+                    }
+                }
+                other => return bad(format!("unknown item `{other}=`"), &format!("items are SIZE, cpus=, disk=, swap=, memory=, cpu-slowdown=; write {GUEST_SYNTAX}")),
+            }
+        }
+        if !swap_given {
+            m.swap = m.memory;
+        }
+        m.check(whole)?;
+        Ok(m)
+    }
+
+    /// The limits `run --kernel` puts on a guest (its preflight), so a
+    /// machine described here is one a guest run could have had.
+    fn check(&self, whole: &str) -> Result<()> {
+        if self.memory < 768 * MIB {
+            return Err(HostError::with_fix(
+                format!(
+                    "--machine {whole}: guest RAM {} MiB is below the 768 MiB a guest run needs",
+                    self.memory / MIB
+                ),
+                "guest:2G (as run --guest-memory 2G)",
+            ));
+        }
+        if self.memory > 1 << 40 {
+            return Err(HostError::with_fix(
+                format!("--machine {whole}: guest RAM above 1 TiB"),
+                "guest:2G",
+            ));
+        }
+        if let Some(c) = self.cgroup {
+            if c < 256 * MIB || c > self.memory / 10 * 8 {
+                return Err(HostError::with_fix(
+                    format!(
+                        "--machine {whole}: memory={} is outside 256M..80% of the guest's RAM, as run --memory inside a guest",
+                        size_arg(c)
+                    ),
+                    format!("memory={}M", (self.memory / MIB) / 2),
+                ));
+            }
+        }
+        if self.swap > 1 << 40 {
+            return Err(HostError::with_fix(
+                format!("--machine {whole}: swap above 1 TiB"),
+                "swap=SIZE up to the guest's RAM (as run gives it)",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The canonical `guest:…` string: every item, in a fixed order. Parsing
+    /// it gives this machine back.
+    pub fn to_arg(&self) -> String {
+        let mut s = format!(
+            "guest:{},cpus={},disk={},swap={}",
+            size_arg(self.memory),
+            self.cpus,
+            self.disk_mb_s,
+            if self.swap == 0 {
+                "0".to_string()
+            } else {
+                size_arg(self.swap)
+            }
+        );
+        if let Some(c) = self.cgroup {
+            s.push_str(&format!(",memory={}", size_arg(c)));
+        }
+        if self.cpu_slowdown != 1.0 {
+            s.push_str(&format!(",cpu-slowdown={}", fmt_factor(self.cpu_slowdown)));
+        }
+        s
+    }
+
+    /// The machine as machine-file TOML (`reclaimlab_kernel::machine`'s
+    /// fields), with comments saying which figure is the guest's and which
+    /// is assumed. The `cpu-slowdown` is not a machine field: the caller
+    /// applies it to the `cost.*` parameters ([`GuestMachine::cpu_slowdown`]).
+    pub fn machine_toml(&self) -> String {
+        let name = self.to_arg();
+        let disk = self.disk_mb_s as f64;
+        // blk-mq's default elevator (`elevator_get_default`, block/elevator.c
+        // in 5.10 and 6.1): none when the device has more than one hardware
+        // queue; qemu (>= 5.2) gives virtio-blk-pci one queue per vCPU.
+        let scheduler = if self.cpus > 1 { "none" } else { "mq-deadline" };
+        let mut t = format!(
+            "# A qemu guest as `reclaimlab run --kernel` boots it, as a reclaimlab machine\n\
+             # (`sim --machine {name}`).\n\
+             # memory_mib: the guest's RAM (-m); its MemTotal is ~4% less (the kernel's own)\n\
+             # cpus: vCPUs (-smp); their speed is not a machine field: cpu-slowdown={f}\n\
+             #   multiplies every cost.* parameter (measured inside the guest by its run;\n\
+             #   costs the probe cannot reach, scan/reclaim/io-submit/wake-up, get the same factor)\n\
+             # vdb: the data disk, qemu throttling.bps-total = {disk} MB/s, shared by reads and\n\
+             #   writes (modelled as {disk} MB/s each way); qemu releases throttled I/O in bursts,\n\
+             #   the simulator serves it evenly; latency_us, seek_us: not measured\n\
+             # scheduler: {scheduler} (elevator_get_default: virtio-blk has one queue per vCPU);\n\
+             # wbt_lat_usec: virtio-blk is rotational to the guest (no QUEUE_FLAG_NONROT): 75 ms\n\
+             # queue_depth 128: the guest's nr_requests of 256 is 2 x queue_depth in blk-mq\n\
+             # vdc: the swap disk, not throttled; its speed under qemu is not measured (a nominal 200 MB/s)\n",
+            f = fmt_factor(self.cpu_slowdown),
+        );
+        t.push_str(&format!("name = {}\n", crate::machine::toml_str(&name)));
+        t.push_str(&format!(
+            "description = {}\n",
+            crate::machine::toml_str(&format!(
+                "a qemu guest: {} vCPUs{}, {} MiB, swap {} MiB, data disk capped at {} MB/s{}",
+                self.cpus,
+                if self.cpu_slowdown != 1.0 {
+                    format!(" ({}x slower CPU costs)", fmt_factor(self.cpu_slowdown))
+                } else {
+                    String::new()
+                },
+                self.memory / MIB,
+                self.swap / MIB,
+                self.disk_mb_s,
+                self.cgroup
+                    .map(|c| format!(", workload in a {} MiB cgroup v2", c / MIB))
+                    .unwrap_or_default()
+            ))
+        ));
+        t.push_str(&format!("cpus = {}\nnodes = 1\n", self.cpus));
+        t.push_str(&format!("memory_mib = {}\n", self.memory / MIB));
+        t.push_str(&format!("swap_mib = {}\n", self.swap / MIB));
+        t.push_str("data_device = \"vdb\"\nswap_device = \"vdc\"\n");
+        if let Some(c) = self.cgroup {
+            t.push_str(&format!(
+                "\n[workload_cgroup]\nmemory_max_mib = {}\nversion = 2\n",
+                c / MIB
+            ));
+        }
+        t.push_str(&format!(
+            "\n[[devices]]\nname = \"vdb\"\nlayer = \"blk-mq\"\nwrite_mb_s = {disk:.1}\nread_mb_s = {disk:.1}\n\
+             latency_us = 100.0\nseek_us = 0.0\nqueue_depth = 128\nscheduler = \"{scheduler}\"\nwbt_lat_usec = 75000\n"
+        ));
+        t.push_str(
+            "\n[[devices]]\nname = \"vdc\"\nlayer = \"blk-mq\"\nwrite_mb_s = 200.0\nread_mb_s = 200.0\n\
+             latency_us = 100.0\nseek_us = 0.0\nqueue_depth = 128\n",
+        );
+        t.push_str(&format!(
+            "scheduler = \"{scheduler}\"\nwbt_lat_usec = 75000\n"
+        ));
+        t
+    }
+}
+
+/// `sim --machine DIR` where DIR is a guest run's record: the `guest:…`
+/// string in its `run.json` (`params.guest.machine`). `None` if DIR is not a
+/// record directory (no `run.json`).
+pub fn record_machine(dir: &std::path::Path) -> Option<Result<String>> {
+    let rj = dir.join("run.json");
+    if !dir.is_dir() || !rj.is_file() {
+        return None;
+    }
+    let v: serde_json::Value = match std::fs::read_to_string(&rj)
+        .map_err(|e| e.to_string())
+        .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+    {
+        Ok(v) => v,
+        Err(e) => {
+            return Some(Err(HostError::with_fix(
+                format!("cannot read {}: {e}", rj.display()),
+                "give a run record's directory, a machine name or a machine file",
+            )))
+        }
+    };
+    Some(
+        v["params"]["guest.machine"]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| {
+                HostError::with_fix(
+                    format!("{} has no params.guest.machine: not a guest run's record (or one made before guest records named their machine)", rj.display()),
+                    "give the guest as --machine guest:RAM,cpus=N,disk=MB/s[,memory=SIZE] (the record's params guest.memory_mib, guest.vcpus, guest.disk_bps), or a built-in machine",
+                )
+            }),
+    )
+}
+
+/// A factor with at most one decimal, no trailing `.0`.
+pub fn fmt_factor(f: f64) -> String {
+    let r = (f * 10.0).round() / 10.0;
+    if r.fract() == 0.0 {
+        format!("{r:.0}")
+    } else {
+        format!("{r:.1}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ok(s: &str) -> GuestMachine {
+        GuestMachine::parse(s).expect("a guest arg").expect("valid")
+    }
+
+    fn err(s: &str) -> String {
+        GuestMachine::parse(s)
+            .expect("a guest arg")
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn parses_guest_specs() {
+        assert!(GuestMachine::parse("host").is_none());
+        assert!(GuestMachine::parse("guests.toml").is_none());
+        assert!(GuestMachine::parse("./guest").is_none());
+        assert_eq!(ok("guest"), GuestMachine::defaults());
+        let m = ok("guest:1G,cpus=1,disk=2,memory=512M,cpu-slowdown=37.5");
+        assert_eq!(m.memory, 1 << 30);
+        assert_eq!(m.swap, 1 << 30, "swap defaults to the RAM, as run gives it");
+        assert_eq!((m.cpus, m.disk_mb_s), (1, 2));
+        assert_eq!(m.cgroup, Some(512 << 20));
+        assert_eq!(m.cpu_slowdown, 37.5);
+        assert_eq!(ok("guest:cpus=4").memory, 2 << 30);
+        assert_eq!(ok("guest:2G,swap=0").swap, 0);
+        assert_eq!(ok("guest:2G,cpu-slowdown=40x").cpu_slowdown, 40.0);
+    }
+
+    #[test]
+    fn canonical_string_round_trips() {
+        for s in [
+            "guest",
+            "guest:1536M,cpus=1,disk=2,swap=1G,memory=512M,cpu-slowdown=12.3",
+            "guest:4G,swap=0",
+        ] {
+            let m = ok(s);
+            assert_eq!(ok(&m.to_arg()), m, "{s} -> {}", m.to_arg());
+        }
+        assert_eq!(ok("guest").to_arg(), "guest:2G,cpus=2,disk=16,swap=2G");
+        assert_eq!(fmt_factor(37.46), "37.5");
+        assert_eq!(fmt_factor(40.0), "40");
+    }
+
+    #[test]
+    fn bad_guest_specs_name_the_field_and_fix() {
+        for (s, want) in [
+            ("guest:", "nothing after `guest:`"),
+            ("guest:2G,,cpus=2", "empty item"),
+            ("guest:lots", "the RAM (first item): `lots` is not a size"),
+            ("guest:2G,cpus=0", "cpus=`0` is not 1..=64"),
+            ("guest:2G,cpus=two", "cpus=`two`"),
+            ("guest:2G,disk=fast", "disk=`fast` is not a bandwidth"),
+            ("guest:2G,swap=lots", "swap=: `lots` is not a size"),
+            ("guest:2G,memory=1900M", "memory=1900M is outside 256M..80%"),
+            (
+                "guest:2G,cpu-slowdown=0",
+                "cpu-slowdown=`0` is not a factor",
+            ),
+            ("guest:2G,cpu-slowdown=9999", "cpu-slowdown=`9999`"),
+            ("guest:2G,ram=2G", "unknown item `ram=`"),
+            ("guest:2G,cpus=2,cpus=4", "cpus given twice"),
+            ("guest:2G,1G", "only the first item"),
+            ("guest:512M", "below the 768 MiB"),
+        ] {
+            let e = err(s);
+            assert!(e.contains(want), "{s}: {e}");
+            assert!(e.contains("fix:"), "{s}: {e}");
+            assert!(e.contains(&format!("--machine {s}")), "{s}: {e}");
+        }
+    }
+
+    #[test]
+    fn machine_toml_describes_the_guest() {
+        let t = ok("guest:2G,cpus=2,disk=16,memory=512M,cpu-slowdown=40").machine_toml();
+        for line in [
+            "name = \"guest:2G,cpus=2,disk=16,swap=2G,memory=512M,cpu-slowdown=40\"\n",
+            "cpus = 2\n",
+            "memory_mib = 2048\n",
+            "swap_mib = 2048\n",
+            "[workload_cgroup]\nmemory_max_mib = 512\nversion = 2\n",
+            "write_mb_s = 16.0\nread_mb_s = 16.0\n",
+            "scheduler = \"none\"\n",
+            "data_device = \"vdb\"\nswap_device = \"vdc\"\n",
+        ] {
+            assert!(t.contains(line), "{line:?} missing in\n{t}");
+        }
+        let t = ok("guest:1G,cpus=1").machine_toml();
+        assert!(t.contains("scheduler = \"mq-deadline\""), "{t}");
+        assert!(!t.contains("workload_cgroup"), "{t}");
+    }
+}
