@@ -10,6 +10,8 @@
 //! describes this host as a machine profile for the simulator (`sim --machine host`).
 
 pub mod cgroup;
+pub mod cgtree;
+pub mod disks;
 pub mod doctor;
 pub mod error;
 pub mod fio;

@@ -232,3 +232,29 @@ pub(super) fn calibrate(
     }
     Ok(secs)
 }
+
+/// A cgroup of the record as a note, in the words `sim` uses for its own.
+pub(super) fn cgroup_record_note(c: &reclaimlab_record::CgroupRecord) -> String {
+    let mib = |b: Option<u64>| b.map_or("max".to_string(), |b| format!("{} MiB", b >> 20));
+    let ev: Vec<String> = c
+        .events
+        .iter()
+        .filter(|(_, v)| **v > 0)
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    let st: Vec<String> = c
+        .stat
+        .iter()
+        .filter(|(_, v)| **v > 0)
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    format!(
+        "cgroup `{}`: memory.max {}, memory.high {}, peak {} MiB, memory.events: {}; memory.stat events: {}",
+        c.name,
+        mib(c.max_bytes),
+        mib(c.high_bytes),
+        c.peak_bytes >> 20,
+        if ev.is_empty() { "none".to_string() } else { ev.join(", ") },
+        if st.is_empty() { "none".to_string() } else { st.join(", ") },
+    )
+}
