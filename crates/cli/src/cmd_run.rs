@@ -189,7 +189,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let outcome = reclaimlab_host::run(&o, stop)?;
     let m = &outcome.meta;
     outln!(
-        "recorded {} ({} on {}, {}): {} vmstat samples, {} mmap latency samples, {} trace lines ({} lost), {} steps; workers used {:.1} s user, {:.1} s system in {:.1} s",
+        "recorded {} ({} on {}, {}): {} vmstat samples, {} latency samples, {} trace lines ({} lost), {} steps; workers used {:.1} s user, {:.1} s system in {:.1} s",
         outcome.record.display(),
         m.workload.name,
         m.kernel,

@@ -424,8 +424,12 @@ pub fn create_disk(
     let measured = measure(&mnt, top_procs)?;
     let target_w = p.write_bps as f64 / 1e6;
     let target_r = p.read_bps as f64 / 1e6;
+    // Direct I/O must come within 50 % of the limits both ways; the
+    // buffered write (page cache, then writeback through ext4 and the loop
+    // device) is slower than direct I/O on a busy host, so for it only the
+    // upper bound matters: that the flushers' writeback is throttled too.
     let off = |got: f64, want: f64| !(got >= 0.5 * want && got <= 1.5 * want);
-    if off(measured.0, target_w) || off(measured.1, target_w) || off(measured.2, target_r) {
+    if off(measured.0, target_w) || measured.1 > 1.5 * target_w || off(measured.2, target_r) {
         return Err(HostError::with_fix(
             format!(
                 "device `{}` ({}) cannot be made as slow as asked: limits write {target_w:.1} MB/s, read {target_r:.1} MB/s, measured dd oflag=direct {:.1}, buffered+fdatasync {:.1}, iflag=direct read {:.1} MB/s (more than 50 % off)",
