@@ -283,6 +283,19 @@ fn bad_input_exits_2_and_changes_nothing() {
         "device = `sdb` is not a device of machine `laptop`",
     );
     refused(&[s], "no --machine was given");
+    let nodev = dir.join("nodev.toml");
+    std::fs::write(
+        &nodev,
+        std::fs::read_to_string(&spec)
+            .unwrap()
+            .replace("device = \"sdb\"\n", "")
+            .replace("device = \"sda\"\n", ""),
+    )
+    .unwrap();
+    refused(
+        &[nodev.to_str().unwrap(), "--machine", "hdd-pair-2018"],
+        "no worker of",
+    );
     refused(&[s, "--machine", "no-such-machine"], "no-such-machine");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -69,6 +69,17 @@ pub(super) fn plan_run(opts: &RunOptions, source: &Source) -> Result<RunPlan> {
     };
     let (ctrl, fio_path, memory) = preflight(opts, needs_swap)?;
     let (mut cg_plans, mut disk_plans) = (Vec::new(), Vec::new());
+    let names_devices =
+        matches!(source, Source::Spec(s) if s.workers.iter().any(|w| w.device.is_some()));
+    if let (Some(m), false) = (&opts.machine, names_devices) {
+        return Err(HostError::with_fix(
+            format!(
+                "--machine {m}: `run` takes only the devices of a machine, for a spec whose workers name them (`device =`), and no worker of `{}` does",
+                opts.workload
+            ),
+            "drop --machine (`run` always runs on this host; `sim --machine` simulates another)",
+        ));
+    }
     if let Source::Spec(spec) = source {
         disk_plans = disks::plan_disks(spec, opts.machine.as_deref(), &opts.devices)?;
         if !spec.cgroups.is_empty() || !disk_plans.is_empty() {
