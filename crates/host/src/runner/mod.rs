@@ -393,13 +393,23 @@ fn preflight(
     let memory = match opts.scope {
         Scope::Host => mem_total,
         Scope::Cgroup => {
-            if opts.memory < 256 * MIB {
+            if opts.workload == "stutterp" && opts.memory < 256 * MIB {
                 return Err(HostError::with_fix(
                     format!(
                         "--memory {}: too small for stutterp (its mmap-latency worker alone maps 128 MiB)",
                         human_bytes(opts.memory)
                     ),
                     "--memory 1G (at least 256M)",
+                ));
+            }
+            // A spec's own cgroups are checked against --memory when they are planned.
+            if opts.memory < 16 * MIB {
+                return Err(HostError::with_fix(
+                    format!(
+                        "--memory {}: too small for any workload",
+                        human_bytes(opts.memory)
+                    ),
+                    "--memory 1G (at least 16M)",
                 ));
             }
             if opts.memory > mem_total / 10 * 9 {
