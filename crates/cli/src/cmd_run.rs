@@ -23,8 +23,15 @@ pub enum ScopeArg {
 /// Arguments of `reclaimlab run`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
-    /// The workload: `stutterp`, or a workload spec file (TOML; see `reclaimlab list workloads`).
+    /// The workload: `stutterp`, a built-in spec (`memcg-congestion`, …) or a
+    /// workload spec file (TOML; see `reclaimlab list workloads`).
     pub workload: String,
+    /// The machine whose devices a spec's `device = "NAME"` names (a built-in
+    /// machine or a machine file, as for `sim`): each such device becomes a
+    /// loop device of the run, throttled to that device's bandwidth,
+    /// measured, and removed afterwards. E.g. `--machine hdd-pair-2018`.
+    #[arg(long, value_name = "M|FILE")]
+    pub machine: Option<String>,
     /// Memory limit of the sandbox cgroup (default 1G); the workload is sized from it.
     /// With --kernel: a cgroup v2 limit inside the guest (default: none, global reclaim).
     #[arg(long, value_name = "SIZE")]
@@ -171,11 +178,30 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     o.out = args.out;
     o.data_dir = args.data_dir;
     o.name = args.name;
+    if let Some(m) = &args.machine {
+        if m == "host" || m.starts_with("host:") {
+            anyhow::bail!(
+                "--machine {m}: `run` already runs on this host; --machine names the machine whose devices the spec's `device =` entries are (e.g. hdd-pair-2018)\n  fix: give a built-in machine (`reclaimlab list machines`) or a machine file"
+            );
+        }
+        let machine = reclaimlab_kernel::machine::Machine::load(m)
+            .with_context(|| format!("--machine {m}"))?;
+        o.machine = Some(machine.name.clone());
+        o.devices = machine
+            .devices
+            .iter()
+            .map(|d| reclaimlab_host::disks::DeviceBw {
+                name: d.name.clone(),
+                write_mb_s: d.write_mb_s,
+                read_mb_s: d.read_mb_s,
+            })
+            .collect();
+    }
     let stop = reclaimlab_host::runner::install_signal_flag()?;
     let outcome = reclaimlab_host::run(&o, stop)?;
     let m = &outcome.meta;
     outln!(
-        "recorded {} ({} on {}, {}): {} vmstat samples, {} mmap latency samples, {} trace lines ({} lost), {} steps; workers used {:.1} s user, {:.1} s system in {:.1} s",
+        "recorded {} ({} on {}, {}): {} vmstat samples, {} latency samples, {} trace lines ({} lost), {} steps; workers used {:.1} s user, {:.1} s system in {:.1} s",
         outcome.record.display(),
         m.workload.name,
         m.kernel,
@@ -212,9 +238,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// `reclaimlab run --kernel …`: the workload in a qemu guest per kernel.
 fn run_guests(args: Args, exe: PathBuf) -> anyhow::Result<ExitCode> {
     use reclaimlab_host::guest;
-    if args.scope != ScopeArg::Cgroup || args.swap_file.is_some() || args.data_dir.is_some() {
+    if args.scope != ScopeArg::Cgroup
+        || args.swap_file.is_some()
+        || args.data_dir.is_some()
+        || args.machine.is_some()
+    {
         anyhow::bail!(
-            "--scope, --swap-file and --data-dir are for runs on this host; a guest run (--kernel) has its own swap and data disks and runs under global reclaim, or a cgroup limit with --memory\n  fix: drop them"
+            "--scope, --swap-file, --data-dir and --machine are for runs on this host; a guest run (--kernel) has its own swap and data disks and runs under global reclaim, or a cgroup limit with --memory\n  fix: drop them"
         );
     }
     let kernels = guest::spec::parse_kernels(args.kernel.as_deref().unwrap_or_default())?;

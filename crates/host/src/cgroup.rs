@@ -291,10 +291,28 @@ pub fn read_pids(dir: &Path) -> Vec<u32> {
         .collect()
 }
 
-/// Kills every process of a group, waiting up to 10 s for it to empty.
+/// The child cgroups of a group (its subdirectories).
+pub fn child_groups(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter(|e| e.file_type().map(|t| t.is_dir()).unwrap_or(false))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// Kills every process of a group and of its child groups (a spec's
+/// cgroups), waiting up to 10 s for each to empty.
 pub fn kill_group(dir: &Path, version: Version) -> Result<()> {
     if !dir.exists() {
         return Ok(());
+    }
+    for c in child_groups(dir) {
+        kill_group(&c, version)?;
     }
     let kill_file = dir.join("cgroup.kill");
     if version == Version::V2 && kill_file.exists() {
@@ -326,12 +344,16 @@ pub fn kill_group(dir: &Path, version: Version) -> Result<()> {
     }
 }
 
-/// Kills what is in a group and removes it (also for leftovers of a crashed run).
+/// Kills what is in a group and removes it, its child groups first (also
+/// for leftovers of a crashed run).
 pub fn remove_group(dir: &Path, version: Version) -> Result<()> {
     if !dir.exists() {
         return Ok(());
     }
     kill_group(dir, version)?;
+    for c in child_groups(dir) {
+        remove_group(&c, version)?;
+    }
     let mut last = None;
     for _ in 0..100 {
         match fs::remove_dir(dir) {

@@ -399,6 +399,49 @@ pub fn diagnose() -> Diagnosis {
         None,
     ));
 
+    // a spec's devices (`device =`): throttled loop devices
+    match crate::cgroup::detect() {
+        Some(c) => {
+            let v2_root = (c.version == crate::cgroup::Version::V2).then_some(c.mount.as_path());
+            match crate::disks::preflight(c.version, v2_root) {
+                Ok(()) => checks.push(check(
+                    "spec devices",
+                    Status::Ok,
+                    format!(
+                        "a spec's `device =` can be a loop device throttled by the block I/O controller ({})",
+                        if c.version == crate::cgroup::Version::V1 {
+                            "the root blkio group's blkio.throttle.*_bps_device"
+                        } else {
+                            "io.max of the run's cgroup"
+                        }
+                    ),
+                    None,
+                )),
+                Err(e) => checks.push(check("spec devices", Status::Warn, e.what, e.fix)),
+            }
+        }
+        None => checks.push(check(
+            "spec devices",
+            Status::Warn,
+            "a spec's `device =` needs the run's memory cgroup, and there is no memory controller",
+            None,
+        )),
+    }
+
+    // loop devices of crashed runs (no state file needed: their backing file names the run)
+    for (dev, image) in crate::disks::orphan_loops(|p| state::is_live_run(p, None)) {
+        checks.push(check(
+            "leftovers",
+            Status::Warn,
+            format!(
+                "loop device {} of a crashed run is still attached ({})",
+                dev.display(),
+                image.display()
+            ),
+            Some("the next `reclaimlab run` detaches it (and unmounts and unthrottles it) at its start".into()),
+        ));
+    }
+
     // leftovers of crashed runs
     let dead = state::dead_runs(Path::new(state::STATE_DIR));
     if dead.is_empty() {

@@ -10,7 +10,9 @@
 //! describes this host as a machine profile for the simulator (`sim --machine host`).
 
 pub mod cgroup;
+pub mod cgtree;
 pub mod cpu_probe;
+pub mod disks;
 pub mod doctor;
 pub mod error;
 pub mod fio;

@@ -6,7 +6,7 @@
 //! generic TOML workload spec (`crates/workload/src/spec.rs`, one step numbered
 //! 1, its file workers as fio jobs and its anon/mmap workers as our own).
 
-use reclaimlab_workload::spec::{Pattern, Spec, WorkerKind};
+use reclaimlab_workload::spec::{Pattern, Spec, WorkerKind, WorkerSpec};
 use reclaimlab_workload::stutterp::{StepPlan, StutterpParams, MIB};
 
 use crate::error::HostError;
@@ -34,8 +34,8 @@ pub enum Proc {
 pub enum FioJob {
     /// mmtests' stutterp job file.
     Stutterp(StutterpParams, StepPlan),
-    /// The file workers of a TOML spec.
-    Spec(Spec),
+    /// One `[[worker]]` of a TOML spec (its 0-based index), a fio process of its own.
+    SpecWorker(WorkerSpec, usize),
 }
 
 impl FioJob {
@@ -43,10 +43,38 @@ impl FioJob {
     pub fn text(&self, warmup_s: u64, duration_s: u64) -> String {
         match self {
             FioJob::Stutterp(p, plan) => fio::stutterp_job_file(p, plan, warmup_s + duration_s),
-            FioJob::Spec(s) => spec_job_file(s, warmup_s, duration_s),
+            FioJob::SpecWorker(w, i) => {
+                let runtime = if w.starts_in_warmup() {
+                    warmup_s + duration_s
+                } else {
+                    duration_s
+                };
+                worker_job_file(w, *i, runtime)
+            }
         }
     }
 }
+
+/// One fio process of a step, and where it runs.
+#[derive(Debug, Clone)]
+pub struct FioProc {
+    /// Its job file.
+    pub job: FioJob,
+    /// A label (`fio` for stutterp, the job name `writer-1` for a spec worker).
+    pub label: String,
+    /// The spec cgroup it joins (`None`: the run's cgroup).
+    pub cgroup: Option<String>,
+    /// The spec device its files live on (`None`: the data directory).
+    pub device: Option<String>,
+    /// Starts with the warmup (else after it).
+    pub early: bool,
+    /// Ends on its own (`passes` of a sequential reader): the step ends when
+    /// every finite process has, and its elapsed time is a sample.
+    pub finite: bool,
+}
+
+/// One of reclaimlab's own workers and the spec cgroup it joins.
+pub type Placed = (Proc, Option<String>);
 
 /// One step of a real run.
 #[derive(Debug, Clone)]
@@ -55,14 +83,14 @@ pub struct StepWork {
     pub step: u32,
     /// A line for the user.
     pub describe: String,
-    /// The fio job, if the step has file workers.
-    pub fio: Option<FioJob>,
-    /// Disk space the fio files take.
+    /// The fio processes (stutterp: one; a spec: one per file worker).
+    pub fio: Vec<FioProc>,
+    /// Disk space the fio files take (in the data directory).
     pub disk_bytes: u64,
     /// Started with fio, at the start of the warmup.
-    pub early: Vec<Proc>,
+    pub early: Vec<Placed>,
     /// Started after the warmup.
-    pub late: Vec<Proc>,
+    pub late: Vec<Placed>,
 }
 
 /// The steps of stutterp for `plans` (one per worker count).
@@ -75,15 +103,23 @@ pub fn stutterp_steps(
         .iter()
         .zip(plans)
         .map(|(t, plan)| {
-            let mut late: Vec<Proc> = (0..plan.split.hogs)
-                .map(|_| Proc::Hog {
-                    bytes: plan.wss_per_memhog_mib * MIB,
+            let mut late: Vec<Placed> = (0..plan.split.hogs)
+                .map(|_| {
+                    (
+                        Proc::Hog {
+                            bytes: plan.wss_per_memhog_mib * MIB,
+                        },
+                        None,
+                    )
                 })
                 .collect();
-            late.push(Proc::MmapLatency {
-                pages: params.mmap_pages,
-                sleep_ms: params.sleep_ms,
-            });
+            late.push((
+                Proc::MmapLatency {
+                    pages: params.mmap_pages,
+                    sleep_ms: params.sleep_ms,
+                },
+                None,
+            ));
             StepWork {
                 step: *t,
                 describe: format!(
@@ -94,7 +130,14 @@ pub fn stutterp_steps(
                     plan.wss_per_memhog_mib,
                     plan.split.readers
                 ),
-                fio: Some(FioJob::Stutterp(params.clone(), *plan)),
+                fio: vec![FioProc {
+                    job: FioJob::Stutterp(params.clone(), *plan),
+                    label: "fio".into(),
+                    cgroup: None,
+                    device: None,
+                    early: true,
+                    finite: false,
+                }],
                 disk_bytes: fio::stutterp_disk_bytes(params, plan),
                 early: Vec::new(),
                 late,
@@ -108,47 +151,68 @@ pub fn stutterp_steps(
 pub fn spec_step(spec: &Spec, file: &str) -> Result<StepWork, HostError> {
     let mut early = Vec::new();
     let mut late = Vec::new();
+    let mut fio_procs = Vec::new();
     let mut disk = 0;
-    let mut has_files = false;
     let mut parts = Vec::new();
-    for w in &spec.workers {
+    for (i, w) in spec.workers.iter().enumerate() {
         let list = if w.starts_in_warmup() {
             &mut early
         } else {
             &mut late
         };
+        let at = w
+            .cgroup
+            .as_ref()
+            .map(|c| format!(" in {c}"))
+            .unwrap_or_default();
         match w.kind {
             WorkerKind::AnonHog => {
                 for _ in 0..w.count {
-                    list.push(Proc::Hog {
-                        bytes: w.size_mib * MIB,
-                    });
+                    list.push((
+                        Proc::Hog {
+                            bytes: w.size_mib * MIB,
+                        },
+                        w.cgroup.clone(),
+                    ));
                 }
-                parts.push(format!("{} anon-hog(s) of {} MiB", w.count, w.size_mib));
+                parts.push(format!("{} anon-hog(s) of {} MiB{at}", w.count, w.size_mib));
             }
             WorkerKind::MmapLatency => {
                 for _ in 0..w.count {
-                    list.push(Proc::MmapLatency {
-                        pages: u64::from(w.pages),
-                        sleep_ms: w.sleep_ms,
-                    });
+                    list.push((
+                        Proc::MmapLatency {
+                            pages: u64::from(w.pages),
+                            sleep_ms: w.sleep_ms,
+                        },
+                        w.cgroup.clone(),
+                    ));
                 }
-                parts.push(format!("{} mmap-latency", w.count));
+                parts.push(format!("{} mmap-latency{at}", w.count));
             }
             WorkerKind::FileWriter | WorkerKind::FileReader => {
-                has_files = true;
-                disk += u64::from(w.count) * u64::from(w.files) * w.file_mib * MIB;
-                let kind = if w.kind == WorkerKind::FileWriter {
-                    "file-writer"
-                } else {
-                    "file-reader"
-                };
+                if w.device.is_none() {
+                    disk += u64::from(w.count) * u64::from(w.files) * w.file_mib * MIB;
+                }
+                let label = crate::disks::job_name(w.kind, i);
                 parts.push(format!(
-                    "{} {kind}(s) of {} x {} MiB (fio)",
-                    w.count, w.files, w.file_mib
+                    "{label}: {} x {} file(s) of {} MiB{at}{} (fio)",
+                    w.count,
+                    w.files,
+                    w.file_mib,
+                    w.device
+                        .as_ref()
+                        .map(|d| format!(" on {d}"))
+                        .unwrap_or_default()
                 ));
+                fio_procs.push(FioProc {
+                    job: FioJob::SpecWorker(w.clone(), i),
+                    label,
+                    cgroup: w.cgroup.clone(),
+                    device: w.device.clone(),
+                    early: w.starts_in_warmup(),
+                    finite: w.is_finite(),
+                });
             }
-            #[allow(unreachable_patterns)]
             other => {
                 return Err(HostError::with_fix(
                     format!(
@@ -163,51 +227,43 @@ pub fn spec_step(spec: &Spec, file: &str) -> Result<StepWork, HostError> {
     Ok(StepWork {
         step: 1,
         describe: parts.join(", "),
-        fio: has_files.then(|| FioJob::Spec(spec.clone())),
+        fio: fio_procs,
         disk_bytes: disk,
         early,
         late,
     })
 }
 
-/// The fio job file of a spec's file workers: one job section per `[[worker]]`,
-/// buffered libaio like stutterp's; workers that start after the warmup get
-/// `startdelay` and a shorter `runtime`.
-pub fn spec_job_file(spec: &Spec, warmup_s: u64, duration_s: u64) -> String {
-    let mut s = String::from(
-        "[global]\ndirect=0\nioengine=libaio\ninvalidate=1\ntime_based\ngroup_reporting=1\n",
+/// The fio job file of one spec worker (index `i`, 0-based): buffered
+/// libaio like stutterp's, named `writer-N`/`reader-N` (so its files are
+/// `NAME.JOB.FILE`). Endless workers run `runtime_s`; a finite one
+/// (`passes` of a sequential reader) reads its files `passes` times and
+/// exits, `runtime_s` being only a cap.
+pub fn worker_job_file(w: &WorkerSpec, i: usize, runtime_s: u64) -> String {
+    let rw = match (w.kind, w.pattern) {
+        (WorkerKind::FileWriter, Pattern::Random) => "randwrite",
+        (WorkerKind::FileWriter, Pattern::Sequential) => "write",
+        (_, Pattern::Random) => "randread",
+        (_, Pattern::Sequential) => "read",
+    };
+    // The spec's `invalidate` (fio's own default, 1): fadvise(DONTNEED) per pass.
+    let mut s = format!(
+        "[global]\ndirect=0\nioengine=libaio\ninvalidate={}\n",
+        u8::from(w.invalidate)
     );
-    for (i, w) in spec.workers.iter().enumerate() {
-        let rw = match (w.kind, w.pattern) {
-            (WorkerKind::FileWriter, Pattern::Random) => "randwrite",
-            (WorkerKind::FileWriter, Pattern::Sequential) => "write",
-            (WorkerKind::FileReader, Pattern::Random) => "randread",
-            (WorkerKind::FileReader, Pattern::Sequential) => "read",
-            _ => continue,
-        };
-        let name = if w.kind == WorkerKind::FileWriter {
-            "writer"
-        } else {
-            "reader"
-        };
-        s.push_str(&format!(
-            "\n[{name}-{n}]\nnew_group\nreadwrite={rw}\nblocksize={bs}\nnrfiles={f}\nnumjobs={c}\nfilesize={m}m\n",
-            n = i + 1,
-            bs = w.block_kib * 1024,
-            f = w.files,
-            c = w.count,
-            m = w.file_mib,
-        ));
-        if !w.invalidate {
-            // The spec's `invalidate = false`: no fadvise(DONTNEED) per pass.
-            s.push_str("invalidate=0\n");
-        }
-        if w.starts_in_warmup() || warmup_s == 0 {
-            s.push_str(&format!("runtime={}\n", warmup_s + duration_s));
-        } else {
-            s.push_str(&format!("startdelay={warmup_s}\nruntime={duration_s}\n"));
-        }
+    if w.is_finite() {
+        s.push_str(&format!("loops={}\n", w.passes));
+    } else {
+        s.push_str("time_based\n");
     }
+    s.push_str(&format!(
+        "runtime={runtime_s}\n\n[{name}]\nreadwrite={rw}\nblocksize={bs}\nnrfiles={f}\nnumjobs={c}\nfilesize={m}m\n",
+        name = crate::disks::job_name(w.kind, i),
+        bs = w.block_kib * 1024,
+        f = w.files,
+        c = w.count,
+        m = w.file_mib,
+    ));
     s
 }
 
@@ -230,21 +286,58 @@ mod tests {
         assert_eq!(
             st.late,
             vec![
-                Proc::Hog { bytes: 200 * MIB },
-                Proc::Hog { bytes: 200 * MIB },
-                Proc::MmapLatency {
-                    pages: 1024,
-                    sleep_ms: 5
-                }
+                (Proc::Hog { bytes: 200 * MIB }, None),
+                (Proc::Hog { bytes: 200 * MIB }, None),
+                (
+                    Proc::MmapLatency {
+                        pages: 1024,
+                        sleep_ms: 5
+                    },
+                    None
+                )
             ]
         );
         assert_eq!(st.disk_bytes, (2 * 4 * 64 + 8 * 32) * MIB);
-        let text = st.fio.unwrap().text(5, 30);
+        assert_eq!(st.fio.len(), 2);
+        assert!(st.fio[0].early && !st.fio[1].early);
+        assert_eq!(st.fio[1].label, "reader-3");
         assert_eq!(
-            text,
-            "[global]\ndirect=0\nioengine=libaio\ninvalidate=1\ntime_based\ngroup_reporting=1\n\
-             \n[writer-1]\nnew_group\nreadwrite=randwrite\nblocksize=1048576\nnrfiles=4\nnumjobs=2\nfilesize=64m\nruntime=35\n\
-             \n[reader-3]\nnew_group\nreadwrite=read\nblocksize=4096\nnrfiles=8\nnumjobs=1\nfilesize=32m\nstartdelay=5\nruntime=30\n"
+            st.fio[0].job.text(5, 30),
+            "[global]\ndirect=0\nioengine=libaio\ninvalidate=1\ntime_based\nruntime=35\n\
+             \n[writer-1]\nreadwrite=randwrite\nblocksize=1048576\nnrfiles=4\nnumjobs=2\nfilesize=64m\n"
+        );
+        assert_eq!(
+            st.fio[1].job.text(5, 30),
+            "[global]\ndirect=0\nioengine=libaio\ninvalidate=1\ntime_based\nruntime=30\n\
+             \n[reader-3]\nreadwrite=read\nblocksize=4096\nnrfiles=8\nnumjobs=1\nfilesize=32m\n"
+        );
+    }
+
+    #[test]
+    fn memcg_congestion_places_each_fio_in_its_cgroup_and_device() {
+        let spec = Spec::builtin("memcg-congestion").unwrap();
+        let st = spec_step(&spec, "memcg-congestion").unwrap();
+        assert_eq!(st.fio.len(), 2);
+        let (w, r) = (&st.fio[0], &st.fio[1]);
+        assert_eq!(
+            (w.cgroup.as_deref(), w.device.as_deref()),
+            (Some("congester"), Some("sdb"))
+        );
+        assert!(w.early && !w.finite);
+        assert_eq!(
+            (r.cgroup.as_deref(), r.device.as_deref()),
+            (Some("victim"), Some("sda"))
+        );
+        assert!(!r.early && r.finite);
+        assert_eq!(st.disk_bytes, 0, "their files are on the run's disks");
+        let text = r.job.text(10, 3600);
+        assert!(
+            text.contains("loops=1\nruntime=3600\n") && !text.contains("time_based"),
+            "{text}"
+        );
+        assert!(
+            text.contains("[reader-2]\nreadwrite=read\nblocksize=131072\n"),
+            "{text}"
         );
     }
 
@@ -257,17 +350,12 @@ mod tests {
         assert_eq!(st.len(), 1);
         assert_eq!(st[0].late.len(), 3);
         assert!(matches!(
-            st[0].late[2],
+            st[0].late[2].0,
             Proc::MmapLatency {
                 pages: 32768,
                 sleep_ms: 5
             }
         ));
-        assert!(st[0]
-            .fio
-            .as_ref()
-            .unwrap()
-            .text(6, 300)
-            .contains("runtime=306\n"));
+        assert!(st[0].fio[0].job.text(6, 300).contains("runtime=306\n"));
     }
 }

@@ -42,6 +42,14 @@ pub enum Entry {
     Sysctl(PathBuf, String),
     /// A child process (a guest's qemu) and its start time, killed on undo.
     Process(u32, Option<u64>),
+    /// The loop device(s) backed by this image file (a spec's device),
+    /// detached on undo (their mounts first).
+    Loop(PathBuf),
+    /// A filesystem this run mounted (a spec device's), unmounted on undo.
+    FsMount(PathBuf),
+    /// A block I/O throttle rule this run set: the cgroup v1 file and the
+    /// device's `MAJ:MIN`; undone by writing `MAJ:MIN 0`.
+    Throttle(PathBuf, String),
 }
 
 impl Entry {
@@ -59,6 +67,9 @@ impl Entry {
                 Some(t) => format!("process {pid} {t}"),
                 None => format!("process {pid}"),
             },
+            Entry::Loop(p) => format!("loop {}", p.display()),
+            Entry::FsMount(p) => format!("fsmount {}", p.display()),
+            Entry::Throttle(f, mm) => format!("throttle {mm} {}", f.display()),
         }
     }
 
@@ -80,6 +91,12 @@ impl Entry {
                 let mut it = rest.split_whitespace();
                 let pid = it.next()?.parse().ok()?;
                 Entry::Process(pid, it.next().and_then(|t| t.parse().ok()))
+            }
+            "loop" => Entry::Loop(rest.into()),
+            "fsmount" => Entry::FsMount(rest.into()),
+            "throttle" => {
+                let (mm, f) = rest.split_once(' ')?;
+                Entry::Throttle(f.into(), mm.to_string())
             }
             _ => return None,
         })
@@ -136,6 +153,9 @@ impl Entry {
                 }
                 Ok(())
             }
+            Entry::Loop(image) => crate::disks::detach_image(image),
+            Entry::FsMount(p) => crate::disks::unmount(p),
+            Entry::Throttle(f, mm) => crate::disks::reset_throttle(f, mm),
         }
     }
 }
@@ -261,17 +281,23 @@ fn keep_failed(path: &Path, failed: &[(Entry, HostError)]) -> Vec<HostError> {
 }
 
 fn undo_entries(entries: &[Entry]) -> Vec<(Entry, HostError)> {
-    // Workers first (cgroups), then what they used.
+    // Throttles first (so that workers waiting on a slow device finish
+    // their I/O and die quickly, and unmounting flushes at full speed), then
+    // the workers (cgroups, children before parents: reverse order of
+    // creation, kept by the stable sort), then what they used.
     let mut errs = Vec::new();
     let mut order: Vec<&Entry> = entries.iter().rev().collect();
     order.sort_by_key(|e| match e {
-        Entry::Process(..) => 0,
-        Entry::Cgroup(..) => 0,
-        Entry::Instance(_) => 1,
-        Entry::DataDir(_) => 2,
-        Entry::SwapFile(_) => 3,
-        Entry::Sysctl(..) => 4,
-        Entry::Mount(_) => 5,
+        Entry::Throttle(..) => 0,
+        Entry::Process(..) => 1,
+        Entry::Cgroup(..) => 1,
+        Entry::FsMount(_) => 2,
+        Entry::Loop(_) => 3,
+        Entry::Instance(_) => 4,
+        Entry::DataDir(_) => 5,
+        Entry::SwapFile(_) => 6,
+        Entry::Sysctl(..) => 7,
+        Entry::Mount(_) => 8,
     });
     for e in order {
         if let Err(err) = e.undo() {
@@ -387,6 +413,17 @@ pub fn sweep_orphans() -> (Vec<String>, Vec<HostError>) {
     let mut said = Vec::new();
     let mut errs = Vec::new();
     let me = std::process::id();
+    // Loop devices first: their mounts and images live in the data dirs.
+    for (dev, image) in crate::disks::orphan_loops(|p| p == me || is_live_run(p, None)) {
+        match crate::disks::detach_image(&image) {
+            Ok(()) => said.push(format!(
+                "cleaned up leftover of a crashed run: loop device {} ({})",
+                dev.display(),
+                image.display()
+            )),
+            Err(e) => errs.push(e),
+        }
+    }
     for (dir, kind) in sweep_places() {
         let Ok(rd) = fs::read_dir(&dir) else { continue };
         let names: Vec<String> = rd
@@ -431,6 +468,12 @@ mod tests {
             Entry::Sysctl("/proc/sys/vm/dirty_ratio".into(), "20".into()),
             Entry::Process(4242, Some(99)),
             Entry::Process(4243, None),
+            Entry::Loop("/var/tmp/reclaimlab-7/sdb.img".into()),
+            Entry::FsMount("/var/tmp/reclaimlab-7/dev-sdb".into()),
+            Entry::Throttle(
+                "/sys/fs/cgroup/blkio/blkio.throttle.write_bps_device".into(),
+                "7:3".into(),
+            ),
         ];
         let text = format!(
             "pid 7\nstart 123\n{}\n",

@@ -158,6 +158,8 @@ pub fn parse_psi(text: &str) -> Option<Psi> {
 /// One line of `/proc/mounts`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mount {
+    /// What is mounted (`/dev/loop0`, `cgroup`, …).
+    pub source: PathBuf,
     /// Mount point.
     pub target: PathBuf,
     /// Filesystem type.
@@ -175,6 +177,7 @@ pub fn parse_mounts(text: &str) -> Vec<Mount> {
                 return None;
             }
             Some(Mount {
+                source: PathBuf::from(f[0].replace("\\040", " ")),
                 target: PathBuf::from(f[1].replace("\\040", " ")),
                 fstype: f[2].to_string(),
                 options: f[3].split(',').map(str::to_string).collect(),

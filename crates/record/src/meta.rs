@@ -229,8 +229,9 @@ pub struct TaskTime {
 }
 
 /// One memory cgroup of the run: its limits, `memory.stat` VM events and
-/// `memory.events`, by the kernel's key names (simulated runs; real runs
-/// record their sandbox's in `capture.notes`).
+/// `memory.events`, by the kernel's key names (simulated runs; real runs:
+/// their own cgroup and a spec's, with cgroup v1's `failcnt` and
+/// `oom_kill`/`under_oom` as `events` where v1 has no `memory.events`).
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Default)]
 pub struct CgroupRecord {
     /// Name (`reclaimlab` for the machine's workload cgroup).

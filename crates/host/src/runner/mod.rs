@@ -17,6 +17,7 @@
 
 mod prepare;
 mod setup;
+mod step;
 
 use prepare::{plan_run, RunPlan};
 use setup::{calibrate, cgroup_notes, cgroup_psi, create_sandbox, set_up_trace};
@@ -38,7 +39,7 @@ use reclaimlab_workload::stutterp::{StutterpParams, MIB};
 use crate::cgroup::{self, Sandbox, Version};
 use crate::error::{human_bytes, HostError, Result};
 use crate::state::{self, Entry, RunState};
-use crate::{doctor, fio, plan, swap, sys, tracefs, workers};
+use crate::{cgtree, disks, doctor, fio, plan, swap, sys, tracefs, workers};
 
 /// Where the run confines its workers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,6 +77,10 @@ pub struct RunOptions {
     pub exe: PathBuf,
     /// Where state files go (default [`state::STATE_DIR`]).
     pub state_dir: PathBuf,
+    /// The machine whose devices a spec's `device =` names (`--machine`).
+    pub machine: Option<String>,
+    /// That machine's devices and bandwidths.
+    pub devices: Vec<disks::DeviceBw>,
 }
 
 impl RunOptions {
@@ -94,6 +99,8 @@ impl RunOptions {
             name: None,
             exe,
             state_dir: PathBuf::from(state::STATE_DIR),
+            machine: None,
+            devices: Vec::new(),
         }
     }
 }
@@ -321,6 +328,11 @@ pub fn run(opts: &RunOptions, stop: Arc<AtomicBool>) -> Result<RunOutcome> {
         return run_workload(opts, stop, Source::Stutterp);
     }
     let p = Path::new(&opts.workload);
+    if !p.exists() {
+        if let Some(spec) = Spec::builtin(&opts.workload) {
+            return run_workload(opts, stop, Source::Spec(spec));
+        }
+    }
     if p.is_file() || opts.workload.ends_with(".toml") {
         let spec = Spec::load(&opts.workload).map_err(|e| {
             HostError::with_fix(
@@ -332,15 +344,19 @@ pub fn run(opts: &RunOptions, stop: Arc<AtomicBool>) -> Result<RunOutcome> {
     }
     Err(HostError::with_fix(
         format!(
-            "workload `{}`: unknown; `run` takes `stutterp` or a workload spec file (TOML)",
-            opts.workload
+            "workload `{}`: unknown; `run` takes `stutterp`, a built-in spec ({}) or a workload spec file (TOML)",
+            opts.workload,
+            reclaimlab_workload::spec::BUILTIN.iter().map(|b| b.0).collect::<Vec<_>>().join(", ")
         ),
         "reclaimlab run stutterp, or reclaimlab run path/to/spec.toml (see `reclaimlab list workloads`)",
     ))
 }
 
 /// Checks before anything is created. Returns the memory to size from.
-fn preflight(opts: &RunOptions) -> Result<(Option<cgroup::MemoryController>, PathBuf, u64)> {
+fn preflight(
+    opts: &RunOptions,
+    needs_swap: bool,
+) -> Result<(Option<cgroup::MemoryController>, PathBuf, u64)> {
     if !sys::is_root() {
         return Err(HostError::with_fix(
             "`reclaimlab run` needs root (cgroups, tracefs, swap)",
@@ -377,13 +393,23 @@ fn preflight(opts: &RunOptions) -> Result<(Option<cgroup::MemoryController>, Pat
     let memory = match opts.scope {
         Scope::Host => mem_total,
         Scope::Cgroup => {
-            if opts.memory < 256 * MIB {
+            if opts.workload == "stutterp" && opts.memory < 256 * MIB {
                 return Err(HostError::with_fix(
                     format!(
                         "--memory {}: too small for stutterp (its mmap-latency worker alone maps 128 MiB)",
                         human_bytes(opts.memory)
                     ),
                     "--memory 1G (at least 256M)",
+                ));
+            }
+            // A spec's own cgroups are checked against --memory when they are planned.
+            if opts.memory < 16 * MIB {
+                return Err(HostError::with_fix(
+                    format!(
+                        "--memory {}: too small for any workload",
+                        human_bytes(opts.memory)
+                    ),
+                    "--memory 1G (at least 16M)",
                 ));
             }
             if opts.memory > mem_total / 10 * 9 {
@@ -399,7 +425,7 @@ fn preflight(opts: &RunOptions) -> Result<(Option<cgroup::MemoryController>, Pat
             opts.memory
         }
     };
-    if swap::active().is_empty() && opts.swap_file.is_none() {
+    if needs_swap && swap::active().is_empty() && opts.swap_file.is_none() {
         return Err(HostError::with_fix(
             "this host has no swap: stutterp's anon hogs could not be reclaimed (the run would OOM, not stall)",
             "add --swap-file 2G (a temporary swap file, removed afterwards), or add swap to the host",
@@ -445,6 +471,8 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
         name,
         data_parent,
         out,
+        cg_plans,
+        disk_plans,
     } = plan_run(opts, &source)?;
 
     // 3. Create things, logging each first.
@@ -489,6 +517,14 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
     let (scope_label, sandbox) =
         create_sandbox(&mut res, ctrl.as_ref(), opts.scope, memory, &mounts, &name)?;
     res.sandbox = sandbox.clone();
+    let made_disks = setup::create_spec_env(
+        &mut res,
+        sandbox.as_ref(),
+        &disk_plans,
+        &cg_plans,
+        &data,
+        &mut notes,
+    )?;
     let procs: Vec<PathBuf> = sandbox
         .as_ref()
         .map(|s| s.procs_files())
@@ -557,6 +593,11 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
         swap_bytes: swap_total,
         devices: device_of(&data, write_mb_s).into_iter().collect(),
     };
+    setup::record_disks(&mut meta, &made_disks);
+    if let Some(mname) = &opts.machine {
+        meta.params
+            .insert("run.devices_of_machine".into(), mname.clone());
+    }
     match &source {
         Source::Stutterp => {
             meta.workload = Workload {
@@ -578,6 +619,9 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
                 name: spec.name.clone(),
                 spec: opts.workload.clone(),
             };
+            for (k, v) in spec.to_params() {
+                meta.params.insert(k, v);
+            }
             meta.params
                 .insert("spec.duration_s".into(), duration_s.to_string());
             meta.params
@@ -715,6 +759,40 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
     let mut latency_samples = 0u64;
     let mut failure: Option<HostError> = None;
     let mut interrupted = false;
+    let top_dir = sandbox.as_ref().map(|s| s.dir.clone());
+    let cpu_procs: Vec<PathBuf> = sandbox
+        .as_ref()
+        .and_then(|s| s.cpu_dir.as_ref().map(|d| d.join("cgroup.procs")))
+        .into_iter()
+        .collect();
+    let procs_for = |g: Option<&str>| -> Vec<PathBuf> {
+        match (&top_dir, cgtree::worker_dir(&cg_plans, g)) {
+            (Some(top), Some(rel)) => {
+                let mut v = vec![top.join(rel).join("cgroup.procs")];
+                v.extend(cpu_procs.iter().cloned());
+                v
+            }
+            _ => procs.clone(),
+        }
+    };
+    let dir_for = |d: Option<&str>| -> PathBuf {
+        made_disks
+            .iter()
+            .find(|m| Some(m.name.as_str()) == d)
+            .map(|m| m.mount.join("files"))
+            .unwrap_or_else(|| data.join("stutterp-data"))
+    };
+    let step_ctx = step::StepCtx {
+        opts,
+        data: &data,
+        fio_path: &fio_path,
+        warmup,
+        duration_s,
+        t0,
+        stop: &stop,
+        procs_for: &procs_for,
+        dir_for: &dir_for,
+    };
     'steps: for work in &steps_work {
         if stop.load(Ordering::Relaxed) {
             interrupted = true;
@@ -734,104 +812,13 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
             let _ = sys::write("/proc/sys/vm/drop_caches", "3");
         }
         let fio_dir = data.join("stutterp-data");
-        let mut pids: Vec<(String, u32)> = Vec::new();
-        let mut lat_files: Vec<PathBuf> = Vec::new();
-        let step_result = (|| -> Result<bool> {
-            let mut fio_pid = None;
-            let mut job = PathBuf::new();
-            let fio_log = data.join(format!("fio-{t}.log"));
-            if let Some(fj) = &work.fio {
-                let _ = fs::remove_dir_all(&fio_dir);
-                fs::create_dir_all(&fio_dir)
-                    .map_err(|e| HostError::io("cannot create", &fio_dir, e))?;
-                job = data.join(format!("fio-config.{t}"));
-                fs::write(
-                    &job,
-                    fj.text(warmup.ceil() as u64, duration_s.ceil() as u64),
-                )
-                .map_err(|e| HostError::io("cannot write fio job file", &job, e))?;
-                let mut cmd = fio::command(
-                    &fio_path,
-                    &fio_dir,
-                    &data.join(format!("fio-{t}.latlog")),
-                    &job,
-                );
-                cmd.stdin(Stdio::null())
-                    .stdout(
-                        fs::File::create(&fio_log)
-                            .map_err(|e| HostError::io("cannot create", &fio_log, e))?,
-                    )
-                    .stderr(Stdio::from(
-                        fs::File::options()
-                            .append(true)
-                            .open(&fio_log)
-                            .map_err(|e| HostError::io("cannot open", &fio_log, e))?,
-                    ));
-                cgroup::place_in(&mut cmd, &procs);
-                let ch = cmd
-                    .spawn()
-                    .map_err(|e| HostError::new(format!("cannot start fio: {e}")))?;
-                pids.push(("fio".into(), ch.id()));
-                fio_pid = Some(ch.id());
-            }
-            let mut spawn = |p: &plan::Proc, pids: &mut Vec<(String, u32)>| -> Result<()> {
-                let mut c = Command::new(&opts.exe);
-                let comm = match p {
-                    plan::Proc::Hog { bytes } => {
-                        c.args(["worker", "memory-hog", &bytes.to_string()]);
-                        "memory-hog"
-                    }
-                    plan::Proc::MmapLatency { pages, sleep_ms } => {
-                        let f = data.join(format!("mmap-latency-{t}.{}.txt", lat_files.len()));
-                        c.args(["worker", "mmap-latency", "--out"]).arg(&f).args([
-                            "--pages",
-                            &pages.to_string(),
-                            "--sleep-ms",
-                            &sleep_ms.to_string(),
-                            "--t0-mono-ns",
-                            &t0.to_string(),
-                        ]);
-                        lat_files.push(f);
-                        "mmap-latency"
-                    }
-                };
-                c.stdin(Stdio::null())
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null());
-                cgroup::place_in(&mut c, &procs);
-                let ch = c.spawn().map_err(|e| {
-                    HostError::new(format!(
-                        "cannot start the {comm} worker ({} worker {comm}): {e}",
-                        opts.exe.display()
-                    ))
-                })?;
-                pids.push((comm.to_string(), ch.id()));
-                Ok(())
-            };
-            for p in &work.early {
-                spawn(p, &mut pids)?;
-            }
-            let fio_alive = || match fio_pid {
-                Some(fp) if exited(fp) => Err(HostError::with_fix(
-                    format!(
-                        "fio exited during the warmup of step {t}; its log ends:\n{}",
-                        tail(&fio_log, 8)
-                    ),
-                    format!(
-                        "check the job file {} and the data dir's free space",
-                        job.display()
-                    ),
-                )),
-                _ => Ok(()),
-            };
-            if !wait(&stop, warmup, fio_alive)? {
-                return Ok(false);
-            }
-            for p in &work.late {
-                spawn(p, &mut pids)?;
-            }
-            wait(&stop, duration_s, || Ok(()))
-        })();
+        let mut so = step::StepOut::default();
+        let step_result = step::run_step(&step_ctx, work, &mut so);
+        let step::StepOut {
+            pids,
+            lat_files,
+            elapsed,
+        } = so;
         match step_result {
             Ok(true) => {}
             Ok(false) => interrupted = true,
@@ -883,6 +870,16 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
                     latency_samples += 1;
                 }
             }
+            // A finite worker's run time, as the simulator's `elapsed` samples.
+            for (label, pid, ts, us) in &elapsed {
+                if w.latency(t, "elapsed", *ts, *us).is_ok() {
+                    latency_samples += 1;
+                }
+                notes.push(format!(
+                    "step {t}: {label} (fio, pid {pid}) finished its passes in {:.3} s",
+                    us / 1e6
+                ));
+            }
         }
         let _ = fs::remove_dir_all(&fio_dir);
         if failure.is_some() || interrupted {
@@ -926,8 +923,14 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
     } else {
         notes.push("psi: /proc/pressure/memory not available".into());
     }
+    let mut cg_records = Vec::new();
     if let Some(sb) = &sandbox {
         notes.extend(cgroup_notes(sb, &stat0, cg_psi0));
+        if opts.scope == Scope::Cgroup || !cg_plans.is_empty() {
+            let lim = (opts.scope == Scope::Cgroup).then_some(memory);
+            cg_records = cgtree::records(&sb.dir, sb.version, lim, &cg_plans);
+            notes.extend(cg_records.iter().map(setup::cgroup_record_note));
+        }
     }
     if interrupted {
         notes.push(format!(
@@ -987,6 +990,7 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
         m.capture.trace_time_offset_s = t0 as f64 / 1e9;
         m.capture.notes = notes.clone();
         m.tasks = tasks;
+        m.cgroups = cg_records;
     }
     let meta = writer.meta().clone();
     let record = writer
@@ -1068,11 +1072,12 @@ mod tests {
 
     #[test]
     fn unknown_workload_is_named() {
-        let o = RunOptions::new("mapped-file-stream", PathBuf::from("/bin/true"));
+        let o = RunOptions::new("no-such-workload", PathBuf::from("/bin/true"));
         let e = run(&o, Arc::new(AtomicBool::new(false))).unwrap_err();
         assert!(
             e.to_string()
-                .contains("workload `mapped-file-stream`: unknown"),
+                .contains("workload `no-such-workload`: unknown")
+                && e.to_string().contains("memcg-congestion"),
             "{e}"
         );
     }

@@ -2,6 +2,7 @@
 //! plan everything that can be before the host is touched.
 
 use super::*;
+use reclaimlab_workload::spec::WorkerKind;
 
 /// What a run will do, worked out before anything on the host is created:
 /// the parameters and sysctls, the steps, the names and directories.
@@ -25,6 +26,10 @@ pub(super) struct RunPlan {
     pub(super) name: String,
     pub(super) data_parent: PathBuf,
     pub(super) out: PathBuf,
+    /// A spec's cgroups, under the run's.
+    pub(super) cg_plans: Vec<cgtree::CgroupPlan>,
+    /// A spec's devices.
+    pub(super) disk_plans: Vec<disks::DiskPlan>,
 }
 
 /// Steps 1–2 of a run (see the module documentation): undoes the leftovers
@@ -54,7 +59,51 @@ pub(super) fn plan_run(opts: &RunOptions, source: &Source) -> Result<RunPlan> {
         }
         cleaned = c;
     }
-    let (ctrl, fio_path, memory) = preflight(opts)?;
+    // Anon workers need swap to be reclaimable; a spec of file workers does not.
+    let needs_swap = match source {
+        Source::Stutterp => true,
+        Source::Spec(s) => s
+            .workers
+            .iter()
+            .any(|w| matches!(w.kind, WorkerKind::AnonHog | WorkerKind::MmapLatency)),
+    };
+    let (ctrl, fio_path, memory) = preflight(opts, needs_swap)?;
+    let (mut cg_plans, mut disk_plans) = (Vec::new(), Vec::new());
+    let names_devices =
+        matches!(source, Source::Spec(s) if s.workers.iter().any(|w| w.device.is_some()));
+    if let (Some(m), false) = (&opts.machine, names_devices) {
+        return Err(HostError::with_fix(
+            format!(
+                "--machine {m}: `run` takes only the devices of a machine, for a spec whose workers name them (`device =`), and no worker of `{}` does",
+                opts.workload
+            ),
+            "drop --machine (`run` always runs on this host; `sim --machine` simulates another)",
+        ));
+    }
+    if let Source::Spec(spec) = source {
+        disk_plans = disks::plan_disks(spec, opts.machine.as_deref(), &opts.devices)?;
+        if !spec.cgroups.is_empty() || !disk_plans.is_empty() {
+            let Some(c) = &ctrl else {
+                return Err(HostError::with_fix(
+                    format!(
+                        "{}: the spec's cgroups and devices are made under the run's memory cgroup, and this host has no memory controller",
+                        opts.workload
+                    ),
+                    cgroup::fix_command(&sys::mounts()),
+                ));
+            };
+            let (mem_total, _) = sys::mem_and_swap();
+            let limit = if opts.scope == Scope::Cgroup {
+                memory
+            } else {
+                mem_total
+            };
+            cg_plans = cgtree::plan_tree(spec, c.version, limit)?;
+            if !disk_plans.is_empty() {
+                disks::preflight(c.version, Some(&c.mount))?;
+            }
+        }
+    }
     let cpus = sys::cpus();
     let machine_dirty = sys::read_u64("/proc/sys/vm/dirty_ratio").unwrap_or(20) as u32;
     let dirty_after: u32 = sysctls
@@ -106,6 +155,7 @@ pub(super) fn plan_run(opts: &RunOptions, source: &Source) -> Result<RunPlan> {
     }
     let calibrate = spec_warmup.is_none() && params.warmup_s.is_none();
     let need = steps_work.iter().map(|s| s.disk_bytes).max().unwrap_or(0)
+        + disks::disk_bytes(&disk_plans)
         + opts.swap_file.unwrap_or(0)
         + params.calibrate_mib * MIB * u64::from(calibrate);
     if let Some(free) = doctor::free_bytes(&data_parent) {
@@ -161,5 +211,7 @@ pub(super) fn plan_run(opts: &RunOptions, source: &Source) -> Result<RunPlan> {
         name,
         data_parent,
         out,
+        cg_plans,
+        disk_plans,
     })
 }

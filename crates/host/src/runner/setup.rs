@@ -232,3 +232,137 @@ pub(super) fn calibrate(
     }
     Ok(secs)
 }
+
+/// A cgroup of the record as a note, in the words `sim` uses for its own.
+pub(super) fn cgroup_record_note(c: &reclaimlab_record::CgroupRecord) -> String {
+    let mib = |b: Option<u64>| b.map_or("max".to_string(), |b| format!("{} MiB", b >> 20));
+    let ev: Vec<String> = c
+        .events
+        .iter()
+        .filter(|(_, v)| **v > 0)
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    let st: Vec<String> = c
+        .stat
+        .iter()
+        .filter(|(_, v)| **v > 0)
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    format!(
+        "cgroup `{}`: memory.max {}, memory.high {}, peak {} MiB, memory.events: {}; memory.stat events: {}",
+        c.name,
+        mib(c.max_bytes),
+        mib(c.high_bytes),
+        c.peak_bytes >> 20,
+        if ev.is_empty() { "none".to_string() } else { ev.join(", ") },
+        if st.is_empty() { "none".to_string() } else { st.join(", ") },
+    )
+}
+
+/// A spec's devices and cgroups (part of step 3): the devices first, each
+/// made, throttled and measured in the run's cgroup (which on cgroup v2 may
+/// hold processes only until its children exist), a reader's prefilled
+/// files moved into the fio directory `files`; then the cgroup tree.
+/// Returns the made devices; `notes` gets a line per device.
+pub(super) fn create_spec_env(
+    res: &mut Resources,
+    sandbox: Option<&Sandbox>,
+    disk_plans: &[disks::DiskPlan],
+    cg_plans: &[cgtree::CgroupPlan],
+    data: &Path,
+    notes: &mut Vec<String>,
+) -> Result<Vec<disks::MadeDisk>> {
+    // A spec's devices (measured in the run's cgroup, which on cgroup v2
+    // may hold processes only until its children exist), then its cgroups.
+    let mut made_disks: Vec<disks::MadeDisk> = Vec::new();
+    if !disk_plans.is_empty() {
+        let sb = sandbox.ok_or_else(|| {
+            HostError::new("internal: a spec with devices needs the run's cgroup")
+        })?;
+        for p in disk_plans {
+            say(&format!(
+                "making device `{}`: a loop device throttled to {:.1} MB/s write, {:.1} MB/s read; measuring it",
+                p.name,
+                p.write_bps as f64 / 1e6,
+                p.read_bps as f64 / 1e6
+            ));
+            let m = disks::create_disk(
+                &mut res.state,
+                p,
+                data,
+                sb.version,
+                &sb.dir,
+                &sb.procs_files(),
+            )?;
+            fs::create_dir_all(m.mount.join("files"))
+                .map_err(|e| HostError::io("cannot create", &m.mount, e))?;
+            for (f, _) in &p.prefill {
+                fs::rename(m.mount.join(f), m.mount.join("files").join(f))
+                    .map_err(|e| HostError::io("cannot move", &m.mount.join(f), e))?;
+            }
+            say(&m.note());
+            notes.push(m.note());
+            made_disks.push(m);
+        }
+    }
+    if !cg_plans.is_empty() {
+        let sb = sandbox.ok_or_else(|| {
+            HostError::new("internal: a spec with cgroups needs the run's cgroup")
+        })?;
+        cgtree::create_tree(&mut res.state, &sb.dir, sb.version, cg_plans)?;
+        for p in cg_plans {
+            say(&format!(
+                "cgroup {} ({})",
+                sb.dir.join(&p.rel).display(),
+                if p.settings.is_empty() {
+                    "no limits".to_string()
+                } else {
+                    p.settings
+                        .iter()
+                        .map(|(f, v)| format!("{f} = {v}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            ));
+        }
+    }
+    Ok(made_disks)
+}
+
+/// The made devices in the record: a device each in `machine.devices`
+/// (measured bandwidths), and their method, limits and measurements as
+/// `device.NAME.*` parameters.
+pub(super) fn record_disks(meta: &mut RunMeta, made_disks: &[disks::MadeDisk]) {
+    for m in made_disks {
+        meta.machine.devices.push(Device {
+            name: m.name.clone(),
+            layer: "blk-mq".into(),
+            write_mb_s: m.measured.0,
+            read_mb_s: m.measured.2,
+            ..Device::default()
+        });
+        let k = |f: &str| format!("device.{}.{f}", m.name);
+        meta.params.insert(k("loop"), m.dev.display().to_string());
+        meta.params.insert(k("method"), m.method.clone());
+        meta.params.insert(
+            k("write_limit_mb_s"),
+            format!("{:.1}", m.write_bps as f64 / 1e6),
+        );
+        meta.params.insert(
+            k("read_limit_mb_s"),
+            format!("{:.1}", m.read_bps as f64 / 1e6),
+        );
+        meta.params.insert(
+            k("measured_direct_write_mb_s"),
+            format!("{:.1}", m.measured.0),
+        );
+        meta.params.insert(
+            k("measured_buffered_sync_write_mb_s"),
+            format!("{:.1}", m.measured.1),
+        );
+        meta.params.insert(
+            k("measured_direct_read_mb_s"),
+            format!("{:.1}", m.measured.2),
+        );
+    }
+}
