@@ -563,6 +563,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// cgroup limits within the memory the workload gets.
 fn check_spec_on_machine(spec: &Spec, file: &str, machine: &Machine) -> anyhow::Result<()> {
     for (i, wk) in spec.workers.iter().enumerate() {
+        if wk.kind == reclaimlab_workload::spec::WorkerKind::FsCreate && wk.file_size > 0 {
+            bail!(
+                "{file}: worker #{}: file_size = {}: the simulator models empty files only (fs_mark -s 0); set file_size = 0, or run it on the real kernel with `reclaimlab run`",
+                i + 1,
+                wk.file_size
+            );
+        }
         if let Some(d) = &wk.device {
             if !machine.devices.iter().any(|x| &x.name == d) {
                 let names: Vec<&str> = machine.devices.iter().map(|x| x.name.as_str()).collect();

@@ -36,7 +36,7 @@ pub fn workload_bytes(step: &StepSpec) -> u64 {
     for w in &step.workers {
         let count = u64::from(w.count);
         let file_pages = w.file_mib.saturating_mul(256);
-        let files = u64::from(w.files);
+        let files = u64::from(w.nr_files());
         // Per file page, in 1/64 byte: dirty tag 8, page-cache index 4.
         let file_64ths = |mapped: bool| -> u64 {
             let per = 8 + 4 + if mapped { 16 } else { 0 };
@@ -56,6 +56,9 @@ pub fn workload_bytes(step: &StepSpec) -> u64 {
             }
             WorkerKind::MmapFileReader if w.shared => file_64ths(true),
             WorkerKind::MmapFileReader => file_64ths(true).saturating_mul(count),
+            // Inodes and dentries live in simulated memory; host memory per
+            // object is bounded by the machine's pages (counted with it).
+            WorkerKind::FsCreate => 0,
         };
         total = total
             .saturating_add(bytes)

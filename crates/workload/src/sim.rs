@@ -15,6 +15,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use reclaimlab_kernel::fs::xfs_icache::XfsStats;
 use reclaimlab_kernel::mm::alloc::OomKill;
 use reclaimlab_kernel::mm::memcontrol::MemCgroup;
 use reclaimlab_kernel::{boot, SimConfig, TaskKind};
@@ -125,6 +126,8 @@ pub struct RunSummary {
     pub oom_kills: Vec<(u32, OomKill, String)>,
     /// `wait_on_page_writeback` calls of cgroup v1 limit reclaim, and ns.
     pub writeback_waits: (u64, u64),
+    /// XFS inode reclaim counters, summed over steps and mounts.
+    pub xfs: XfsStats,
 }
 
 const NS: f64 = 1e9;
@@ -148,7 +151,7 @@ fn start_workers(
     let file_pages = (spec.file_mib * 256) as u32;
     // The worker's files on the data device, mapped for mmap readers.
     let new_files = || -> Vec<u32> {
-        (0..spec.files)
+        (0..spec.nr_files())
             .map(|_| {
                 let mut k = w.k();
                 let f = k.create_file(data_dev, file_pages);
@@ -173,6 +176,7 @@ fn start_workers(
             WorkerKind::FileWriter | WorkerKind::FileReader => "fio",
             WorkerKind::MmapLatency => "mmap-latency",
             WorkerKind::MmapFileReader => "mapped-file-stream",
+            WorkerKind::FsCreate => "fs_mark",
         };
         let nid = *nr % w.k().machine.nodes;
         let t = w.k().new_task(comm, TaskKind::User, nid);
@@ -231,6 +235,21 @@ fn start_workers(
                 w.spawn(
                     t,
                     workers::mmap_latency(w.clone(), spec.pages, spec.sleep_ms, samples.clone()),
+                );
+            }
+            WorkerKind::FsCreate => {
+                let sb = reclaimlab_kernel::fs::mount(w, data_dev);
+                w.spawn(
+                    t,
+                    workers::fs_create(
+                        w.clone(),
+                        sb,
+                        *nr * spec.dirs,
+                        spec.dirs,
+                        spec.create_files(),
+                        samples.clone(),
+                        done.clone(),
+                    ),
                 );
             }
             WorkerKind::MmapFileReader => {
@@ -424,6 +443,8 @@ pub struct StepResult {
     pub oom_kills: Vec<(OomKill, String)>,
     /// `wait_on_page_writeback` calls of cgroup v1 limit reclaim, and ns.
     pub writeback_waits: (u64, u64),
+    /// XFS inode reclaim counters, summed over the step's mounts.
+    pub xfs: XfsStats,
 }
 
 impl RunSummary {
@@ -467,6 +488,7 @@ impl RunSummary {
         let step = r.step;
         self.oom_kills
             .extend(r.oom_kills.into_iter().map(|(o, n)| (step, o, n)));
+        self.xfs.add(&r.xfs);
         self.writeback_waits.0 += r.writeback_waits.0;
         self.writeback_waits.1 += r.writeback_waits.1;
     }
@@ -638,6 +660,9 @@ pub fn run_step(
         k.stats.wait_on_page_writeback_ns,
     );
     r.rate_passed = k.stats.rate_passed;
+    for s in &k.supers {
+        r.xfs.add(&s.xfs.stats);
+    }
     drop(k);
     // Task futures hold the world: drop them to free the step's machine.
     w.shutdown();
@@ -669,7 +694,7 @@ pub fn stutterp_steps(
         let w = plan.split.writers;
         let mut writer = WorkerSpec::new(K::FileWriter);
         writer.count = w;
-        writer.files = w;
+        writer.files = Some(u64::from(w));
         writer.file_mib = p.writer_file_mib(&plan);
         writer.block_kib = (p.writer_bs / 1024).min(writer.file_mib * 1024).max(4);
         let mut hog = WorkerSpec::new(K::AnonHog);
@@ -682,7 +707,7 @@ pub fn stutterp_steps(
         if plan.split.readers > 0 {
             let mut r = WorkerSpec::new(K::FileReader);
             r.count = plan.split.readers;
-            r.files = 32;
+            r.files = Some(32);
             r.file_mib = 100;
             r.block_kib = p.writer_bs / 1024;
             workers.push(r);

@@ -36,6 +36,13 @@
 //! file_mib = 64
 //! pattern = "sequential"
 //! sparse = true            # holes: faults zero-fill, no device reads
+//!
+//! [[worker]]
+//! kind = "fs-create"       # fs_mark -S0: empty files created round-robin in `dirs` directories
+//! count = 16
+//! dirs = 16
+//! files = 0                # per process; 0: endless
+//! file_size = 0            # bytes (the simulator models 0 only)
 //! ```
 
 use serde::Deserialize;
@@ -56,6 +63,9 @@ pub enum WorkerKind {
     /// the 2010 mapped-file-stream test. All `count` processes map the same
     /// `files`.
     MmapFileReader,
+    /// fs_mark-style creates of `file_size`-byte files (`-S0`: no fsync),
+    /// round-robin in `dirs` directories, `files` per process (0: endless).
+    FsCreate,
 }
 
 /// Access pattern of file workers.
@@ -81,9 +91,16 @@ pub struct WorkerSpec {
     /// Anon hog size, MiB.
     #[serde(default)]
     pub size_mib: u64,
-    /// Files per file worker.
-    #[serde(default = "one")]
-    pub files: u32,
+    /// Files per file worker (absent: 1); for fs-create, files each
+    /// process creates (absent or 0: endless). See [`WorkerSpec::nr_files`].
+    #[serde(default)]
+    pub files: Option<u64>,
+    /// fs-create: directories each process creates in, round-robin.
+    #[serde(default = "default_dirs")]
+    pub dirs: u32,
+    /// fs-create: bytes written to each new file.
+    #[serde(default)]
+    pub file_size: u64,
     /// Size of each file, MiB.
     #[serde(default)]
     pub file_mib: u64,
@@ -132,6 +149,9 @@ fn yes() -> bool {
 fn one() -> u32 {
     1
 }
+fn default_dirs() -> u32 {
+    16
+}
 fn default_block() -> u64 {
     1024
 }
@@ -149,7 +169,9 @@ impl WorkerSpec {
             kind,
             count: 1,
             size_mib: 0,
-            files: 1,
+            files: None,
+            dirs: default_dirs(),
+            file_size: 0,
             file_mib: 0,
             block_kib: default_block(),
             pattern: Pattern::Random,
@@ -163,9 +185,23 @@ impl WorkerSpec {
             device: None,
         }
     }
+    /// Files of a file worker (`files`, 1 if absent).
+    pub fn nr_files(&self) -> u32 {
+        self.files.map_or(1, |f| f.min(u64::from(u32::MAX)) as u32)
+    }
+
+    /// Files each fs-create process creates (0: endless).
+    pub fn create_files(&self) -> u64 {
+        self.files.unwrap_or(0)
+    }
+
     /// Whether its processes end on their own (`passes` of an
-    /// mmap-file-reader), ending the step once all such are done.
+    /// mmap-file-reader, `files` of an fs-create), ending the step once all
+    /// such are done.
     pub fn is_finite(&self) -> bool {
+        if self.kind == WorkerKind::FsCreate {
+            return self.create_files() > 0;
+        }
         self.passes > 0
             && (self.kind == WorkerKind::MmapFileReader
                 || (self.kind == WorkerKind::FileReader && self.pattern == Pattern::Sequential))
@@ -290,6 +326,7 @@ impl Spec {
                 WorkerKind::FileReader => "file-reader",
                 WorkerKind::MmapLatency => "mmap-latency",
                 WorkerKind::MmapFileReader => "mmap-file-reader",
+                WorkerKind::FsCreate => "fs-create",
             };
             let pattern = match w.pattern {
                 Pattern::Random => "random",
@@ -299,7 +336,15 @@ impl Spec {
                 ("kind", kind.to_string()),
                 ("count", w.count.to_string()),
                 ("size_mib", w.size_mib.to_string()),
-                ("files", w.files.to_string()),
+                (
+                    "files",
+                    if w.kind == WorkerKind::FsCreate {
+                        w.create_files()
+                    } else {
+                        u64::from(w.nr_files())
+                    }
+                    .to_string(),
+                ),
                 ("file_mib", w.file_mib.to_string()),
                 ("block_kib", w.block_kib.to_string()),
                 ("pattern", pattern.to_string()),
@@ -312,6 +357,13 @@ impl Spec {
             ];
             for (f, value) in fields {
                 v.push((format!("spec.worker{}.{f}", i + 1), value));
+            }
+            if w.kind == WorkerKind::FsCreate {
+                v.push((format!("spec.worker{}.dirs", i + 1), w.dirs.to_string()));
+                v.push((
+                    format!("spec.worker{}.file_size", i + 1),
+                    w.file_size.to_string(),
+                ));
             }
             if let Some(c) = &w.cgroup {
                 v.push((format!("spec.worker{}.cgroup", i + 1), c.clone()));
@@ -427,7 +479,7 @@ impl Spec {
                     return bad("size_mib is required and must be > 0".into())
                 }
                 WorkerKind::FileWriter | WorkerKind::FileReader | WorkerKind::MmapFileReader => {
-                    if w.file_mib == 0 || w.files == 0 {
+                    if w.file_mib == 0 || w.nr_files() == 0 {
                         return bad("files and file_mib must be > 0".into());
                     }
                     if w.block_kib < 4
@@ -441,6 +493,17 @@ impl Spec {
                     }
                 }
                 WorkerKind::MmapLatency if w.pages == 0 => return bad("pages must be > 0".into()),
+                WorkerKind::FsCreate => {
+                    if w.dirs == 0 || w.dirs > 1 << 20 {
+                        return bad(format!("dirs = {} (accepted: 1..=1048576)", w.dirs));
+                    }
+                    if w.file_size > 1 << 40 {
+                        return bad(format!(
+                            "file_size = {} (accepted: 0..=1099511627776 bytes)",
+                            w.file_size
+                        ));
+                    }
+                }
                 _ => {}
             }
             if w.kind != WorkerKind::MmapFileReader && !w.shared {
@@ -482,13 +545,23 @@ impl Spec {
                     w.size_mib
                 ));
             }
-            if w.files > MAX_FILES {
-                return bad(format!("files = {} (accepted: 1..={MAX_FILES})", w.files));
-            }
-            if u64::from(w.files) * w.file_mib > 64 << 20 {
+            if w.kind != WorkerKind::FsCreate {
+                if w.files.is_some_and(|f| f > u64::from(MAX_FILES)) {
+                    return bad(format!(
+                        "files = {} (accepted: 1..={MAX_FILES})",
+                        w.create_files()
+                    ));
+                }
+                if u64::from(w.nr_files()) * w.file_mib > 64 << 20 {
+                    return bad(format!(
+                        "files x file_mib = {} MiB (accepted: at most 67108864, 64 TiB per worker)",
+                        u64::from(w.nr_files()) * w.file_mib
+                    ));
+                }
+            } else if w.files.is_some_and(|f| f > 1 << 40) {
                 return bad(format!(
-                    "files x file_mib = {} MiB (accepted: at most 67108864, 64 TiB per worker)",
-                    u64::from(w.files) * w.file_mib
+                    "files = {} (accepted: 0 (endless) ..= 1099511627776)",
+                    w.create_files()
                 ));
             }
             if w.pages > MAX_PAGES {
@@ -523,7 +596,9 @@ mod tests {
             .collect::<Vec<_>>()
             .join("\n");
         let s = Spec::parse(&text, "example.toml").unwrap();
-        assert_eq!(s.workers.len(), 5);
+        assert_eq!(s.workers.len(), 6);
+        assert_eq!(s.workers[5].kind, WorkerKind::FsCreate);
+        assert_eq!((s.workers[5].dirs, s.workers[5].create_files()), (16, 0));
         assert!(s.workers[0].starts_in_warmup());
     }
 

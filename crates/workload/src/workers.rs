@@ -181,6 +181,48 @@ pub async fn mmap_file_reader(
     finished(&w, start, &samples, &done);
 }
 
+/// Creates per `fsmark-create` sample.
+const CREATES_PER_SAMPLE: u64 = 1000;
+
+/// fs_mark `-S0 -s 0`: creates empty files round-robin in its `dirs`
+/// directories (numbered from `first_dir`), `files` of them (0: endless),
+/// no fsync. Every `CREATES_PER_SAMPLE` creates it records the mean time
+/// per create as an `fsmark-create` sample (µs per file; its inverse is the
+/// process's creates per second), and, if finite, its run time as
+/// `elapsed` at the end.
+#[allow(clippy::too_many_arguments)]
+pub async fn fs_create(
+    w: Rc<World>,
+    sb: usize,
+    first_dir: u32,
+    dirs: u32,
+    files: u64,
+    samples: Samples,
+    done: Rc<Cell<u32>>,
+) {
+    use reclaimlab_kernel::fs::{xfs_create, CreateResult};
+    let start = w.k().exec.now();
+    let mut t0 = start;
+    let mut n = 0u64;
+    while files == 0 || n < files {
+        let dir = first_dir + (n % u64::from(dirs)) as u32;
+        if xfs_create(&w, sb, dir).await == CreateResult::Killed || killed(&w) {
+            return;
+        }
+        n += 1;
+        reclaimlab_kernel::sched::maybe_pay_cpu(&w).await;
+        if n % CREATES_PER_SAMPLE == 0 {
+            pay_cpu(&w).await;
+            let now = w.k().exec.now();
+            let us = (now - t0) as f64 / 1000.0 / CREATES_PER_SAMPLE as f64;
+            samples.borrow_mut().push(("fsmark-create", now, us));
+            t0 = now;
+        }
+    }
+    pay_cpu(&w).await;
+    finished(&w, start, &samples, &done);
+}
+
 /// A finite worker is done: its run time as an `elapsed` sample (µs), and
 /// one more of the step's finite workers counted done.
 fn finished(w: &World, start: u64, samples: &Samples, done: &Cell<u32>) {

@@ -13,6 +13,8 @@ pub mod lru;
 pub mod lru_list;
 pub mod memcontrol;
 pub mod page;
+pub mod shrinker;
+pub mod slab;
 pub mod slots;
 pub mod swap;
 
