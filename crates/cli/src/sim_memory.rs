@@ -43,7 +43,7 @@ pub fn workload_bytes(step: &StepSpec) -> u64 {
             file_pages.saturating_mul(files).saturating_mul(per) / 64
         };
         let bytes = match w.kind {
-            WorkerKind::AnonHog => w
+            WorkerKind::AnonHog | WorkerKind::Mlock => w
                 .size_mib
                 .saturating_mul(256)
                 .saturating_mul(4 + 1)
@@ -56,6 +56,8 @@ pub fn workload_bytes(step: &StepSpec) -> u64 {
             }
             WorkerKind::MmapFileReader if w.shared => file_64ths(true),
             WorkerKind::MmapFileReader => file_64ths(true).saturating_mul(count),
+            // Not simulated on this branch (check_spec_on_machine refuses it).
+            WorkerKind::FsCreate => 0,
         };
         total = total
             .saturating_add(bytes)

@@ -173,6 +173,8 @@ fn start_workers(
             WorkerKind::FileWriter | WorkerKind::FileReader => "fio",
             WorkerKind::MmapLatency => "mmap-latency",
             WorkerKind::MmapFileReader => "mapped-file-stream",
+            WorkerKind::Mlock => "mlock",
+            WorkerKind::FsCreate => "fs_mark",
         };
         let nid = *nr % w.k().machine.nodes;
         let t = w.k().new_task(comm, TaskKind::User, nid);
@@ -227,6 +229,17 @@ fn start_workers(
                     );
                 }
             }
+            WorkerKind::Mlock => {
+                let pages = (spec.size_mib * 256).min(u64::from(u32::MAX / 2)) as u32;
+                let step = (u64::from(spec.step_mib) * 256).min(u64::from(pages)) as u32;
+                let interval_ns = (spec.step_interval_s * 1e9) as u64;
+                w.spawn(
+                    t,
+                    workers::mlock_worker(w.clone(), pages, step, interval_ns, samples.clone()),
+                );
+            }
+            // Refused before the run (`Spec::check_simulated`).
+            WorkerKind::FsCreate => {}
             WorkerKind::MmapLatency => {
                 w.spawn(
                     t,
