@@ -137,7 +137,7 @@ pub fn spec_step(spec: &Spec, file: &str) -> Result<StepWork, HostError> {
             }
             WorkerKind::FileWriter | WorkerKind::FileReader => {
                 has_files = true;
-                disk += u64::from(w.count) * u64::from(w.nr_files()) * w.file_mib * MIB;
+                disk += u64::from(w.count) * u64::from(w.files) * w.file_mib * MIB;
                 let kind = if w.kind == WorkerKind::FileWriter {
                     "file-writer"
                 } else {
@@ -145,9 +145,7 @@ pub fn spec_step(spec: &Spec, file: &str) -> Result<StepWork, HostError> {
                 };
                 parts.push(format!(
                     "{} {kind}(s) of {} x {} MiB (fio)",
-                    w.count,
-                    w.nr_files(),
-                    w.file_mib
+                    w.count, w.files, w.file_mib
                 ));
             }
             #[allow(unreachable_patterns)]
@@ -196,7 +194,7 @@ pub fn spec_job_file(spec: &Spec, warmup_s: u64, duration_s: u64) -> String {
             "\n[{name}-{n}]\nnew_group\nreadwrite={rw}\nblocksize={bs}\nnrfiles={f}\nnumjobs={c}\nfilesize={m}m\n",
             n = i + 1,
             bs = w.block_kib * 1024,
-            f = w.nr_files(),
+            f = w.files,
             c = w.count,
             m = w.file_mib,
         ));

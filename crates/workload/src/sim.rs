@@ -151,7 +151,7 @@ fn start_workers(
     let file_pages = (spec.file_mib * 256) as u32;
     // The worker's files on the data device, mapped for mmap readers.
     let new_files = || -> Vec<u32> {
-        (0..spec.nr_files())
+        (0..spec.files)
             .map(|_| {
                 let mut k = w.k();
                 let f = k.create_file(data_dev, file_pages);
@@ -176,6 +176,7 @@ fn start_workers(
             WorkerKind::FileWriter | WorkerKind::FileReader => "fio",
             WorkerKind::MmapLatency => "mmap-latency",
             WorkerKind::MmapFileReader => "mapped-file-stream",
+            WorkerKind::Mlock => "mlock",
             WorkerKind::FsCreate => "fs_mark",
         };
         let nid = *nr % w.k().machine.nodes;
@@ -231,6 +232,15 @@ fn start_workers(
                     );
                 }
             }
+            WorkerKind::Mlock => {
+                let pages = (spec.size_mib * 256).min(u64::from(u32::MAX / 2)) as u32;
+                let step = (u64::from(spec.step_mib) * 256).min(u64::from(pages)) as u32;
+                let interval_ns = (spec.step_interval_s * 1e9) as u64;
+                w.spawn(
+                    t,
+                    workers::mlock_worker(w.clone(), pages, step, interval_ns, samples.clone()),
+                );
+            }
             WorkerKind::MmapLatency => {
                 w.spawn(
                     t,
@@ -244,9 +254,9 @@ fn start_workers(
                     workers::fs_create(
                         w.clone(),
                         sb,
-                        *nr * spec.dirs,
+                        nr.wrapping_mul(spec.dirs),
                         spec.dirs,
-                        spec.create_files(),
+                        u64::from(spec.files),
                         samples.clone(),
                         done.clone(),
                     ),
@@ -694,7 +704,7 @@ pub fn stutterp_steps(
         let w = plan.split.writers;
         let mut writer = WorkerSpec::new(K::FileWriter);
         writer.count = w;
-        writer.files = Some(u64::from(w));
+        writer.files = w;
         writer.file_mib = p.writer_file_mib(&plan);
         writer.block_kib = (p.writer_bs / 1024).min(writer.file_mib * 1024).max(4);
         let mut hog = WorkerSpec::new(K::AnonHog);
@@ -707,7 +717,7 @@ pub fn stutterp_steps(
         if plan.split.readers > 0 {
             let mut r = WorkerSpec::new(K::FileReader);
             r.count = plan.split.readers;
-            r.files = Some(32);
+            r.files = 32;
             r.file_mib = 100;
             r.block_kib = p.writer_bs / 1024;
             workers.push(r);

@@ -422,6 +422,13 @@ pub async fn xfs_ialloc_cluster(w: &World, sb: usize, ag: usize) -> Option<u32> 
             let pages = alloc_buf_pages(w, sb, Gfp::NOFS).await?;
             let mut k = w.k();
             take_pending(&mut k, sb, &pages);
+            if !k.supers[sb].xfs.clusters[c as usize].pages.is_empty() {
+                // Another create in this AG read it in meanwhile.
+                for p in pages {
+                    k.free_page(p);
+                }
+                return Some(c);
+            }
             let x = &mut k.supers[sb].xfs;
             x.clusters[c as usize].pages = pages;
             x.buf_release(c);
