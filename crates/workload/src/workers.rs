@@ -262,7 +262,7 @@ pub async fn fs_create(
         }
         n += 1;
         reclaimlab_kernel::sched::maybe_pay_cpu(&w).await;
-        if n % CREATES_PER_SAMPLE == 0 {
+        if n.is_multiple_of(CREATES_PER_SAMPLE) {
             pay_cpu(&w).await;
             let now = w.k().exec.now();
             let us = (now - t0) as f64 / 1000.0 / CREATES_PER_SAMPLE as f64;

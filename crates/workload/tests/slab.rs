@@ -59,15 +59,24 @@ fn num(fields: &str, key: &str) -> i64 {
 #[test]
 fn emptied_slab_pages_are_reclaim_progress() {
     let (c, s) = run(&fsmark(10, 384), "async-pinned");
-    assert!(c.delta("slabs_scanned") > 100_000, "{}", c.delta("slabs_scanned"));
+    assert!(
+        c.delta("slabs_scanned") > 100_000,
+        "{}",
+        c.delta("slabs_scanned")
+    );
     assert!(last(&c, "nr_slab_reclaimable") > 10_000);
     assert_eq!(last(&c, "nr_slab_unreclaimable"), 0);
-    assert_eq!(c.delta("pgsteal_kswapd") + c.delta("pgsteal_direct"), 0, "no LRU pages");
+    assert_eq!(
+        c.delta("pgsteal_kswapd") + c.delta("pgsteal_direct"),
+        0,
+        "no LRU pages"
+    );
     assert!(s.xfs.reclaimed > 100_000, "{:?}", s.xfs);
     let ends = c.events("mm_vmscan_direct_reclaim_end");
     assert!(!ends.is_empty());
     assert!(
-        ends.iter().any(|(_, f)| common::field(f, "nr_reclaimed") > 0),
+        ends.iter()
+            .any(|(_, f)| common::field(f, "nr_reclaimed") > 0),
         "slab pages freed by direct reclaim's shrinkers never counted as reclaimed"
     );
 }

@@ -239,11 +239,12 @@ pub async fn do_shrink_slab(w: &World, sc: &mut ShrinkControl, i: usize, priorit
             break;
         }
         freed += ret;
-        let mut k = w.k();
-        k.count(Ev::SlabsScanned, sc.nr_scanned);
-        let c = k.params.cost_slab_object_ns * sc.nr_scanned;
-        k.charge_sys(c);
-        drop(k);
+        {
+            let mut k = w.k();
+            k.count(Ev::SlabsScanned, sc.nr_scanned);
+            let c = k.params.cost_slab_object_ns * sc.nr_scanned;
+            k.charge_sys(c);
+        }
         crate::sched::maybe_pay_cpu(w).await;
         total_scan -= sc.nr_scanned.min(total_scan);
         scanned += sc.nr_scanned;
