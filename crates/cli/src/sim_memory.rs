@@ -36,7 +36,7 @@ pub fn workload_bytes(step: &StepSpec) -> u64 {
     for w in &step.workers {
         let count = u64::from(w.count);
         let file_pages = w.file_mib.saturating_mul(256);
-        let files = u64::from(w.files);
+        let files = w.files;
         // Per file page, in 1/64 byte: dirty tag 8, page-cache index 4.
         let file_64ths = |mapped: bool| -> u64 {
             let per = 8 + 4 + if mapped { 16 } else { 0 };

@@ -137,7 +137,7 @@ pub fn spec_step(spec: &Spec, file: &str) -> Result<StepWork, HostError> {
             }
             WorkerKind::FileWriter | WorkerKind::FileReader => {
                 has_files = true;
-                disk += u64::from(w.count) * u64::from(w.files) * w.file_mib * MIB;
+                disk += u64::from(w.count) * w.files * w.file_mib * MIB;
                 let kind = if w.kind == WorkerKind::FileWriter {
                     "file-writer"
                 } else {

@@ -256,7 +256,7 @@ fn start_workers(
                         sb,
                         nr.wrapping_mul(spec.dirs),
                         spec.dirs,
-                        u64::from(spec.files),
+                        spec.files,
                         samples.clone(),
                         done.clone(),
                     ),
@@ -704,7 +704,7 @@ pub fn stutterp_steps(
         let w = plan.split.writers;
         let mut writer = WorkerSpec::new(K::FileWriter);
         writer.count = w;
-        writer.files = w;
+        writer.files = u64::from(w);
         writer.file_mib = p.writer_file_mib(&plan);
         writer.block_kib = (p.writer_bs / 1024).min(writer.file_mib * 1024).max(4);
         let mut hog = WorkerSpec::new(K::AnonHog);

@@ -122,7 +122,7 @@ pub struct WorkerSpec {
     /// creates (default 0: endless). Left unset in the TOML it reads
     /// [`FILES_UNSET`] until [`Spec::parse`] fills in the kind's default.
     #[serde(default = "files_unset")]
-    pub files: u32,
+    pub files: u64,
     /// Size of each file, MiB.
     #[serde(default)]
     pub file_mib: u64,
@@ -177,9 +177,9 @@ pub struct WorkerSpec {
 }
 
 /// `files` as read when the TOML does not set it (see [`WorkerSpec::files`]).
-pub const FILES_UNSET: u32 = u32::MAX;
+pub const FILES_UNSET: u64 = u64::MAX;
 
-fn files_unset() -> u32 {
+fn files_unset() -> u64 {
     FILES_UNSET
 }
 fn default_step_interval() -> f64 {
@@ -610,7 +610,7 @@ impl Spec {
                     w.size_mib
                 ));
             }
-            if w.files > MAX_FILES && w.kind != WorkerKind::FsCreate {
+            if w.files > u64::from(MAX_FILES) && w.kind != WorkerKind::FsCreate {
                 return bad(format!("files = {} (accepted: 1..={MAX_FILES})", w.files));
             }
             if w.kind == WorkerKind::FsCreate && w.files > 1 << 30 {
@@ -619,10 +619,10 @@ impl Spec {
                     w.files
                 ));
             }
-            if u64::from(w.files) * w.file_mib > 64 << 20 {
+            if w.files * w.file_mib > 64 << 20 {
                 return bad(format!(
                     "files x file_mib = {} MiB (accepted: at most 67108864, 64 TiB per worker)",
-                    u64::from(w.files) * w.file_mib
+                    w.files * w.file_mib
                 ));
             }
             if w.pages > MAX_PAGES {
