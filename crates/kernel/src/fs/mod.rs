@@ -11,6 +11,7 @@
 //! shrinker itself. See `docs/slab.md` for what is simplified.
 
 pub mod super_block;
+pub mod xfs_buf;
 pub mod xfs_icache;
 
 use std::rc::Rc;
@@ -93,7 +94,7 @@ pub fn mount(w: &Rc<World>, dev: usize) -> usize {
     let t = w
         .k()
         .new_task(&format!("xfsaild/{name}"), crate::TaskKind::Kthread, 0);
-    w.spawn(t, xfs_icache::xfsaild(w.clone(), sb));
+    w.spawn(t, xfs_buf::xfsaild(w.clone(), sb));
     let t = w.k().new_task(
         &format!("kworker/{sb}:2-xfs-reclaim/{name}"),
         crate::TaskKind::Kthread,
@@ -120,7 +121,7 @@ pub enum CreateResult {
 /// (`xfs_inode_item_init`), and the inode logged [5.8/5.9 fs/xfs/xfs_inode.c
 /// `xfs_create`]. Waits for log space first (`xlog_grant_head_wait`).
 pub async fn xfs_create(w: &World, sb: usize, dir: u32) -> CreateResult {
-    xfs_icache::xlog_grant_head_wait(w, sb).await;
+    xfs_buf::xlog_grant_head_wait(w, sb).await;
     let Some(dentry) = kmem_cache_alloc(w, Cache::Dentry, Gfp::KERNEL).await else {
         return CreateResult::Killed;
     };
