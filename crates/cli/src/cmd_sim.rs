@@ -29,7 +29,7 @@ use reclaimlab_kernel::profile::{profile, KernelProfile};
 use reclaimlab_kernel::SimConfig;
 use reclaimlab_record::{Origin, RunMeta};
 use reclaimlab_workload::sim::{stutterp_steps, StepSpec};
-use reclaimlab_workload::spec::Spec;
+use reclaimlab_workload::spec::{Spec, WorkerKind};
 use reclaimlab_workload::stutterp::StutterpParams;
 
 use crate::sim_params::{
@@ -568,6 +568,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// cgroup limits within the memory the workload gets.
 fn check_spec_on_machine(spec: &Spec, file: &str, machine: &Machine) -> anyhow::Result<()> {
     for (i, wk) in spec.workers.iter().enumerate() {
+        if wk.kind == reclaimlab_workload::spec::WorkerKind::FsCreate && wk.file_size > 0 {
+            bail!(
+                "{file}: worker #{}: file_size = {}: the simulator models empty files only (fs_mark -s 0); set file_size = 0, or run it on the real kernel with `reclaimlab run`",
+                i + 1,
+                wk.file_size
+            );
+        }
         if let Some(d) = &wk.device {
             if !machine.devices.iter().any(|x| &x.name == d) {
                 let names: Vec<&str> = machine.devices.iter().map(|x| x.name.as_str()).collect();
@@ -580,13 +587,39 @@ fn check_spec_on_machine(spec: &Spec, file: &str, machine: &Machine) -> anyhow::
             }
         }
     }
-    reclaimlab_workload::cgroups::memcg_specs(&spec.cgroups, machine.workload_memory_mib())
-        .map_err(|e| {
-            anyhow!(
-                "{file}: {e} (machine `{}` gives the workload {} MiB)",
-                machine.name,
-                machine.workload_memory_mib()
-            )
-        })?;
+    let cgs =
+        reclaimlab_workload::cgroups::memcg_specs(&spec.cgroups, machine.workload_memory_mib())
+            .map_err(|e| {
+                anyhow!(
+                    "{file}: {e} (machine `{}` gives the workload {} MiB)",
+                    machine.name,
+                    machine.workload_memory_mib()
+                )
+            })?;
+    for (i, wk) in spec.workers.iter().enumerate() {
+        if wk.kind == WorkerKind::Mlock {
+            let want = wk.size_mib.saturating_mul(u64::from(wk.count));
+            let have = machine.workload_memory_mib();
+            if want >= have {
+                bail!(
+                    "{file}: worker #{}: mlock of {want} MiB (size_mib {} x count {}) does not fit in the {have} MiB machine `{}` gives the workload: locked memory cannot be reclaimed, so the kernel would only OOM-kill; lock less than {have} MiB (or pick a larger --machine)",
+                    i + 1,
+                    wk.size_mib,
+                    wk.count,
+                    machine.name
+                );
+            }
+            if let Some(c) = cgs.iter().find(|c| Some(&c.name) == wk.cgroup.as_ref()) {
+                let max_mib = c.max / 256;
+                if c.max != reclaimlab_kernel::mm::memcontrol::PAGE_COUNTER_MAX && want >= max_mib {
+                    bail!(
+                        "{file}: worker #{}: mlock of {want} MiB does not fit in cgroup `{}` (its max is {max_mib} MiB): lock less than {max_mib} MiB or raise the cgroup's max",
+                        i + 1,
+                        c.name
+                    );
+                }
+            }
+        }
+    }
     Ok(())
 }

@@ -36,14 +36,14 @@ pub fn workload_bytes(step: &StepSpec) -> u64 {
     for w in &step.workers {
         let count = u64::from(w.count);
         let file_pages = w.file_mib.saturating_mul(256);
-        let files = u64::from(w.files);
+        let files = w.files;
         // Per file page, in 1/64 byte: dirty tag 8, page-cache index 4.
         let file_64ths = |mapped: bool| -> u64 {
             let per = 8 + 4 + if mapped { 16 } else { 0 };
             file_pages.saturating_mul(files).saturating_mul(per) / 64
         };
         let bytes = match w.kind {
-            WorkerKind::AnonHog => w
+            WorkerKind::AnonHog | WorkerKind::Mlock => w
                 .size_mib
                 .saturating_mul(256)
                 .saturating_mul(4 + 1)
@@ -56,6 +56,10 @@ pub fn workload_bytes(step: &StepSpec) -> u64 {
             }
             WorkerKind::MmapFileReader if w.shared => file_64ths(true),
             WorkerKind::MmapFileReader => file_64ths(true).saturating_mul(count),
+            // Inodes and dentries live in simulated memory, bounded by the
+            // machine's pages (counted with the machine); ~100 host bytes
+            // per object.
+            WorkerKind::FsCreate => 0,
         };
         total = total
             .saturating_add(bytes)

@@ -61,7 +61,7 @@ pub(crate) fn set_param(name: &str, value: &str, to: &mut Settings) -> Result<()
         Ok(())
     } else if name.starts_with("stutterp.") {
         to.sp.set(name, value).map_err(|e| e.to_string())
-    } else if name.starts_with("policy.") {
+    } else if POLICY_NAMES.contains(&name) {
         to.policy.set(name, value).map_err(|e| e.to_string())
     } else {
         to.params.set(name, value).map_err(|e| e.to_string())
@@ -74,7 +74,7 @@ fn recorded_value(name: &str, of: &Settings) -> String {
         of.seed.to_string()
     } else if name.starts_with("stutterp.") {
         of.sp.get(name).unwrap_or_default()
-    } else if name.starts_with("policy.") {
+    } else if POLICY_NAMES.contains(&name) {
         of.policy.policy_value(name).unwrap_or_default().to_string()
     } else {
         of.params

@@ -191,7 +191,7 @@ pub fn spec_step(spec: &Spec, file: &str) -> Result<StepWork, HostError> {
             }
             WorkerKind::FileWriter | WorkerKind::FileReader => {
                 if w.device.is_none() {
-                    disk += u64::from(w.count) * u64::from(w.files) * w.file_mib * MIB;
+                    disk += u64::from(w.count) * w.files * w.file_mib * MIB;
                 }
                 let label = crate::disks::job_name(w.kind, i);
                 parts.push(format!(

@@ -87,6 +87,18 @@ impl Kernel {
                 }
             }
         }
+        // Slab pages and XFS buffer pages are held by their caches.
+        let mut kernel_page = vec![false; if self.supers.is_empty() { 0 } else { total }];
+        for pfn in self.slab_pfns().into_iter().chain(self.fs_pfns()) {
+            let p = self.frames.get(pfn);
+            if p.flags != 0 {
+                return Err(format!("slab/buffer pfn {pfn} has flags {:#x}", p.flags));
+            }
+            seen[pfn as usize] += 1;
+            if let Some(k) = kernel_page.get_mut(pfn as usize) {
+                *k = true;
+            }
+        }
         let (mut iso, mut wb, mut dirty, mut swc) = ([0i64; 2], 0i64, 0i64, 0i64);
         let mut file_wb = vec![0u64; self.bdis.len()];
         let mut per_file_wb = vec![0u64; self.files.len()];
@@ -104,7 +116,7 @@ impl Kernel {
                     p.flags, seen[pfn]
                 ));
             }
-            if p.test(pg::BUDDY) {
+            if p.test(pg::BUDDY) || kernel_page.get(pfn).copied().unwrap_or(false) {
                 continue;
             }
             if p.test(pg::WRITEBACK) {

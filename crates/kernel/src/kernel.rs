@@ -159,6 +159,12 @@ pub struct Kernel {
     pub stats: crate::SimStats,
     /// The machine's reclaim rate, for `policy.rate_priority`.
     pub reclaim_rate: crate::rate::ReclaimRate,
+    /// Slab caches and each task's `reclaim_state`.
+    pub slab: crate::mm::slab::SlabState,
+    /// Registered shrinkers (`shrinker_list`).
+    pub shrinkers: Vec<crate::mm::shrinker::Shrinker>,
+    /// Mounted filesystems (`super_blocks`).
+    pub supers: Vec<crate::fs::SuperBlock>,
 }
 
 impl Kernel {
@@ -224,6 +230,9 @@ impl Kernel {
             rng: seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
             stats: crate::SimStats::default(),
             reclaim_rate: Default::default(),
+            slab: Default::default(),
+            shrinkers: Vec::new(),
+            supers: Vec::new(),
             params,
         }
         .with_cpus()

@@ -26,6 +26,7 @@
 
 pub mod block;
 pub mod engine;
+pub mod fs;
 pub mod kernel;
 pub mod machine;
 pub mod mm;

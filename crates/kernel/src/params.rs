@@ -134,6 +134,12 @@ params! {
     too_many_isolated_sleep_us: u64 = |_| 100_000, "congestion_wait.too_many_isolated_msleep_us", 0, 10_000_000, "the msleep(100) in 5.15 shrink_inactive_list when too many pages are isolated";
     memcg_version: u64 = |_| 2, "memcg.version", 1, 2, "cgroup version of the memory controller's hierarchy: 2 (memory.max, writeback_throttling_sane) or 1 (memory.limit_in_bytes: no ISOLATED throttle, no LRUVEC_CONGESTED, synchronous wait on pages under writeback in limit reclaim)";
     memcg_charge_retries: u64 = |p| p.memcg_charge_retries, "memcg.charge_retries", 0, 1000, "try_charge_memcg: limit-reclaim passes without progress before the memcg OOM killer (5 up to 5.8, MAX_RECLAIM_RETRIES = 16 from 5.9)";
+    vfs_cache_pressure: u64 = |_| 100, "vm.vfs_cache_pressure", 0, 10000, "super_cache_count reports objects x vfs_cache_pressure / 100 to the shrinker (fs/dcache.c vfs_pressure_ratio)";
+    xfs_agcount: u64 = |_| 4, "xfs.agcount", 1, 1024, "allocation groups of the simulated XFS (mkfs.xfs default for small filesystems: 4); each has its reclaimable inodes, cursor and (sync) reclaim lock; directory d's files live in AG d mod agcount";
+    xfs_log_mib: u64 = |_| 512, "xfs.log_mib", 1, 2048, "XFS log size (512 MiB: mkfs.xfs's default for a filesystem of about 1 TiB); log space is counted as 2 KiB per create, so 512 MiB lets 262144 inodes be dirty before creates wait (xlog_grant_head_wait); xfsaild pushes from 3/4 full";
+    cost_slab_object_ns: u64 = |_| 200, "cost.slab_object_ns", 0, 1_000_000, "system CPU per object a shrinker scans (an estimate: isolating a dentry or inode from its LRU and freeing it)";
+    xfs_syncd_centisecs: u64 = |_| 3000, "fs.xfs.xfssyncd_centisecs", 100, 720000, "XFS sync interval; the background inode reclaim worker runs every xfssyncd_centisecs/6 (5 s by default, xfs_reclaim_work_queue)";
+    cost_fs_create_ns: u64 = |_| 30_000, "cost.fs_create_ns", 0, 100_000_000, "system CPU per create of an empty file (open O_CREAT + close on XFS; an estimate: 16-way fs_mark creates ~250k files/s on 16 CPUs)";
     max_reclaim_retries: u64 = |_| 16, "reclaim.max_retries", 1, 1000, "MAX_RECLAIM_RETRIES: no-progress loops before OOM; kswapd_failures limit";
     nr_requests: u64 = |_| 128, "block.nr_requests", 4, 100000, "request slots per direction of the single-queue layer (BLKDEV_MAX_RQ); blk-mq uses 2 x the device queue_depth";
     dd_fifo_batch: u64 = |_| 16, "block.mq_deadline.fifo_batch", 1, 1024, "mq-deadline: requests of one direction dispatched as a batch (block/mq-deadline.c fifo_batch)";

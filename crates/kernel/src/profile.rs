@@ -14,6 +14,9 @@ mod early;
 
 pub use early::{EarlySites, ALLOC_REBALANCE_TIMEOUT_US};
 
+pub use crate::fs::InodeReclaim;
+pub use crate::mm::shrinker::ShrinkSlab;
+
 /// `enum vmscan_throttle_state`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Reason {
@@ -218,6 +221,11 @@ pub struct KernelProfile {
     pub tp_throttled: bool,
     /// The call sites only 2.6.36/2.6.37 have (none in later profiles).
     pub early: EarlySites,
+    /// `do_shrink_slab`'s arithmetic (`policy.do_shrink_slab`).
+    pub do_shrink_slab: ShrinkSlab,
+    /// XFS inode reclaim (`xfs.inode_reclaim`): `sync` up to 5.8,
+    /// `async-pinned` from 5.9.
+    pub xfs_inode_reclaim: InodeReclaim,
 }
 
 const PROFILES: &[KernelProfile] = &[
@@ -243,6 +251,8 @@ const PROFILES: &[KernelProfile] = &[
         tp_wait_iff_congested: true,
         tp_throttled: false,
         early: EarlySites::NONE,
+        do_shrink_slab: ShrinkSlab::V5_8,
+        xfs_inode_reclaim: InodeReclaim::Sync,
     },
     KernelProfile {
         name: "v4.17",
@@ -264,6 +274,54 @@ const PROFILES: &[KernelProfile] = &[
         tp_wait_iff_congested: true,
         tp_throttled: false,
         early: EarlySites::NONE,
+        do_shrink_slab: ShrinkSlab::V5_8,
+        xfs_inode_reclaim: InodeReclaim::Sync,
+    },
+    KernelProfile {
+        name: "v5.8",
+        description: "5.8: the 5.15 throttling call sites (congestion_wait, wait_iff_congested, msleep), memcg charge retries 5, do_shrink_slab of 5.8-5.10, and XFS's blocking inode reclaim (xfs.inode_reclaim=sync: SYNC_TRYLOCK|SYNC_WAIT)",
+        kswapd_immediate: Sleep::CongestionWait,
+        direct_congested: Sleep::WaitIffCongested,
+        too_many_isolated: Sleep::Msleep,
+        reclaim_retry: Sleep::CongestionWait,
+        noprogress: NoProgress::None,
+        writeback_wakeups: false,
+        isolated_wakeups: false,
+        rate_priority: RatePriority::Off,
+        memcg_v1_dirty: Sleep::None,
+        congestion_flags: CongestionFlags::PerPass,
+        direct_congested_sees_node: false,
+        memcg_charge_retries: 5,
+        noprogress_timeout_us: 500_000,
+        tp_congestion_wait: true,
+        tp_wait_iff_congested: true,
+        tp_throttled: false,
+        early: EarlySites::NONE,
+        do_shrink_slab: ShrinkSlab::V5_8,
+        xfs_inode_reclaim: InodeReclaim::Sync,
+    },
+    KernelProfile {
+        name: "v5.9",
+        description: "5.9: as v5.8 with memcg charge retries 16 (MAX_RECLAIM_RETRIES) and Dave Chinner's non-blocking XFS inode reclaim with the cluster buffer pinned from the inode's first logging (xfs.inode_reclaim=async-pinned)",
+        kswapd_immediate: Sleep::CongestionWait,
+        direct_congested: Sleep::WaitIffCongested,
+        too_many_isolated: Sleep::Msleep,
+        reclaim_retry: Sleep::CongestionWait,
+        noprogress: NoProgress::None,
+        writeback_wakeups: false,
+        isolated_wakeups: false,
+        rate_priority: RatePriority::Off,
+        memcg_v1_dirty: Sleep::None,
+        congestion_flags: CongestionFlags::PerPass,
+        direct_congested_sees_node: false,
+        memcg_charge_retries: 16,
+        noprogress_timeout_us: 500_000,
+        tp_congestion_wait: true,
+        tp_wait_iff_congested: true,
+        tp_throttled: false,
+        early: EarlySites::NONE,
+        do_shrink_slab: ShrinkSlab::V5_8,
+        xfs_inode_reclaim: InodeReclaim::AsyncPinned,
     },
     KernelProfile {
         name: "v5.15",
@@ -285,6 +343,8 @@ const PROFILES: &[KernelProfile] = &[
         tp_wait_iff_congested: true,
         tp_throttled: false,
         early: EarlySites::NONE,
+        do_shrink_slab: ShrinkSlab::V5_15,
+        xfs_inode_reclaim: InodeReclaim::AsyncPinned,
     },
     KernelProfile {
         name: "v5.16-rc1",
@@ -306,6 +366,8 @@ const PROFILES: &[KernelProfile] = &[
         tp_wait_iff_congested: false,
         tp_throttled: true,
         early: EarlySites::NONE,
+        do_shrink_slab: ShrinkSlab::V5_15,
+        xfs_inode_reclaim: InodeReclaim::AsyncPinned,
     },
     KernelProfile {
         name: "v5.16",
@@ -327,6 +389,8 @@ const PROFILES: &[KernelProfile] = &[
         tp_wait_iff_congested: false,
         tp_throttled: true,
         early: EarlySites::NONE,
+        do_shrink_slab: ShrinkSlab::V5_15,
+        xfs_inode_reclaim: InodeReclaim::AsyncPinned,
     },
     KernelProfile {
         name: "v6.1",
@@ -348,6 +412,8 @@ const PROFILES: &[KernelProfile] = &[
         tp_wait_iff_congested: false,
         tp_throttled: true,
         early: EarlySites::NONE,
+        do_shrink_slab: ShrinkSlab::V5_15,
+        xfs_inode_reclaim: InodeReclaim::AsyncPinned,
     },
     KernelProfile {
         name: "none",
@@ -369,6 +435,8 @@ const PROFILES: &[KernelProfile] = &[
         tp_wait_iff_congested: false,
         tp_throttled: true,
         early: EarlySites::NONE,
+        do_shrink_slab: ShrinkSlab::V5_15,
+        xfs_inode_reclaim: InodeReclaim::AsyncPinned,
     },
 ];
 
@@ -418,7 +486,7 @@ pub enum PolicyError {
 
 /// The sites and switches of a profile that `--set policy.NAME=VALUE`
 /// changes, with their help lines.
-const POLICY: [(&str, &str); 15] = [
+const POLICY: [(&str, &str); 17] = [
     ("policy.kswapd_immediate", "what kswapd does at the end of shrink_node when it met pages under writeback marked for immediate reclaim (sc->nr.immediate)"),
     ("policy.direct_congested", "what direct reclaim does at the end of shrink_node when kswapd has marked the lruvec LRUVEC_CONGESTED"),
     ("policy.too_many_isolated", "what shrink_inactive_list does (once) while too_many_isolated()"),
@@ -433,11 +501,13 @@ const POLICY: [(&str, &str); 15] = [
     ("policy.alloc_rebalance", "2.6.36/2.6.37: what __alloc_pages_slowpath does (HZ/50) when direct reclaim made progress but the allocation still failed, before retrying (congestion_wait in 2.6.36, wait_iff_congested in 2.6.37; none later)"),
     ("policy.kswapd_nap", "2.6.36/2.6.37: what balance_pgdat does after a pass below DEF_PRIORITY-2 that scanned pages and left the node unbalanced, unless it is below its min watermark (kswapd_skip_congestion_wait): congestion_wait in both; none later"),
     ("policy.too_many_isolated_loop", "once: shrink_inactive_list sleeps at most once while too_many_isolated() (5.x); unbounded: it sleeps until the condition clears (2.6.36/2.6.37; with policy.too_many_isolated=none it gives up at once)"),
+    ("policy.do_shrink_slab", "do_shrink_slab's arithmetic: 4.19 (4.19.1: delta floored at min(freeable, batch)), 5.8 (5.8-5.10: all deferred work added, capped at freeable/2 while delta is small) or 5.15 (5.13+: deferred work >> priority, both capped at 2 x freeable)"),
+    ("xfs.inode_reclaim", "XFS inode reclaim from the superblock shrinker: sync (up to 5.8: SYNC_TRYLOCK|SYNC_WAIT, per-AG lock, waits on flushing inodes, writes dirty clusters synchronously, reading the buffer back if it was reclaimed), async (the 2019 RFC: non-blocking, dirty inodes skipped, cluster buffers not pinned) or async-pinned (5.9: non-blocking, each dirty inode's cluster buffer held from its first logging)"),
     ("policy.rate_priority", "no kernel: off (every kernel), or gross/net: a direct reclaimer about to sleep in reclaim_throttle (not for ISOLATED) goes on if the pages it allocated (net: less those it freed or reclaimed) per second over its last throttle.rate.window_ms are at most the machine's reclaim rate (pgsteal per second) divided among the user tasks"),
 ];
 
-/// Every `policy.*` name.
-pub const POLICY_NAMES: [&str; 15] = [
+/// Every `policy.*` name (and `xfs.inode_reclaim`, a profile setting too).
+pub const POLICY_NAMES: [&str; 17] = [
     POLICY[0].0,
     POLICY[1].0,
     POLICY[2].0,
@@ -453,6 +523,8 @@ pub const POLICY_NAMES: [&str; 15] = [
     POLICY[12].0,
     POLICY[13].0,
     POLICY[14].0,
+    POLICY[15].0,
+    POLICY[16].0,
 ];
 
 const BOOL_CHOICES: [(&str, bool); 2] = [("0", false), ("1", true)];
@@ -487,6 +559,8 @@ fn accepted_values(name: &str) -> Vec<&'static str> {
         "policy.congestion_flags" => names(&CongestionFlags::CHOICES),
         "policy.too_many_isolated_loop" => names(&early::LOOP_CHOICES),
         "policy.rate_priority" => names(&RatePriority::CHOICES),
+        "policy.do_shrink_slab" => names(&ShrinkSlab::CHOICES),
+        "xfs.inode_reclaim" => names(&InodeReclaim::CHOICES),
         _ => names(&Sleep::CHOICES),
     }
 }
@@ -518,6 +592,8 @@ impl KernelProfile {
             "policy.too_many_isolated_loop" => {
                 choice_name(&early::LOOP_CHOICES, self.early.too_many_isolated_unbounded)
             }
+            "policy.do_shrink_slab" => choice_name(&ShrinkSlab::CHOICES, self.do_shrink_slab),
+            "xfs.inode_reclaim" => choice_name(&InodeReclaim::CHOICES, self.xfs_inode_reclaim),
             _ => return None,
         })
     }
@@ -559,6 +635,12 @@ impl KernelProfile {
             "policy.isolated_wakeups" => self.isolated_wakeups = parse_choice(on, name, value)?,
             "policy.rate_priority" => {
                 self.rate_priority = parse_choice(&RatePriority::CHOICES, name, value)?
+            }
+            "policy.do_shrink_slab" => {
+                self.do_shrink_slab = parse_choice(&ShrinkSlab::CHOICES, name, value)?
+            }
+            "xfs.inode_reclaim" => {
+                self.xfs_inode_reclaim = parse_choice(&InodeReclaim::CHOICES, name, value)?
             }
             _ => return Err(PolicyError::Unknown { name: name.into() }),
         }
@@ -659,6 +741,10 @@ mod tests {
                     )
                 );
                 assert_eq!((c.early, c.congestion_flags), (a.early, a.congestion_flags));
+                assert_eq!(
+                    (c.do_shrink_slab, c.xfs_inode_reclaim),
+                    (a.do_shrink_slab, a.xfs_inode_reclaim)
+                );
             }
         }
     }

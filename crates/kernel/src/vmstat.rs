@@ -56,6 +56,13 @@ events! {
     Pageoutrun = "pageoutrun",
     Pgrotated = "pgrotated",
     OomKill = "oom_kill",
+    UnevictablePgsCulled = "unevictable_pgs_culled",
+    UnevictablePgsScanned = "unevictable_pgs_scanned",
+    UnevictablePgsRescued = "unevictable_pgs_rescued",
+    UnevictablePgsMlocked = "unevictable_pgs_mlocked",
+    UnevictablePgsMunlocked = "unevictable_pgs_munlocked",
+    UnevictablePgsCleared = "unevictable_pgs_cleared",
+    UnevictablePgsStranded = "unevictable_pgs_stranded",
 }
 
 /// Number of [`Ev`] counters.
@@ -65,11 +72,15 @@ pub const NR_EVS: usize = EV_NAMES.len();
 /// a snapshot only grows), in `/proc/vmstat` order.
 pub const GAUGE_NAMES: &[&str] = &[
     "nr_free_pages",
+    // A zone item, listed before the node items as in mm/vmstat.c.
+    "nr_mlock",
     "nr_inactive_anon",
     "nr_active_anon",
     "nr_inactive_file",
     "nr_active_file",
     "nr_unevictable",
+    "nr_slab_reclaimable",
+    "nr_slab_unreclaimable",
     "nr_isolated_anon",
     "nr_isolated_file",
     "nr_anon_pages",
@@ -118,11 +129,14 @@ impl Kernel {
         let (thresh, bg) = self.dirty_thresholds();
         let mut v = vec![
             self.nodes.iter().map(|n| n.nr_free()).sum(),
+            sum(NodeStat::NrMlock),
             lru(Lru::InactiveAnon),
             lru(Lru::ActiveAnon),
             lru(Lru::InactiveFile),
             lru(Lru::ActiveFile),
             lru(Lru::Unevictable),
+            self.slab_pages(true),
+            self.slab_pages(false),
             sum(NodeStat::NrIsolatedAnon),
             sum(NodeStat::NrIsolatedFile),
             sum(NodeStat::NrAnonPages),

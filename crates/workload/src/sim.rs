@@ -15,6 +15,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use reclaimlab_kernel::fs::xfs_icache::XfsStats;
 use reclaimlab_kernel::mm::alloc::OomKill;
 use reclaimlab_kernel::mm::memcontrol::MemCgroup;
 use reclaimlab_kernel::{boot, SimConfig, TaskKind};
@@ -125,6 +126,8 @@ pub struct RunSummary {
     pub oom_kills: Vec<(u32, OomKill, String)>,
     /// `wait_on_page_writeback` calls of cgroup v1 limit reclaim, and ns.
     pub writeback_waits: (u64, u64),
+    /// XFS inode reclaim counters, summed over steps and mounts.
+    pub xfs: XfsStats,
 }
 
 const NS: f64 = 1e9;
@@ -173,6 +176,8 @@ fn start_workers(
             WorkerKind::FileWriter | WorkerKind::FileReader => "fio",
             WorkerKind::MmapLatency => "mmap-latency",
             WorkerKind::MmapFileReader => "mapped-file-stream",
+            WorkerKind::Mlock => "mlock",
+            WorkerKind::FsCreate => "fs_mark",
         };
         let nid = *nr % w.k().machine.nodes;
         let t = w.k().new_task(comm, TaskKind::User, nid);
@@ -228,10 +233,34 @@ fn start_workers(
                     );
                 }
             }
+            WorkerKind::Mlock => {
+                let pages = (spec.size_mib * 256).min(u64::from(u32::MAX / 2)) as u32;
+                let step = (u64::from(spec.step_mib) * 256).min(u64::from(pages)) as u32;
+                let interval_ns = (spec.step_interval_s * 1e9) as u64;
+                w.spawn(
+                    t,
+                    workers::mlock_worker(w.clone(), pages, step, interval_ns, samples.clone()),
+                );
+            }
             WorkerKind::MmapLatency => {
                 w.spawn(
                     t,
                     workers::mmap_latency(w.clone(), spec.pages, spec.sleep_ms, samples.clone()),
+                );
+            }
+            WorkerKind::FsCreate => {
+                let sb = reclaimlab_kernel::fs::mount(w, data_dev);
+                w.spawn(
+                    t,
+                    workers::fs_create(
+                        w.clone(),
+                        sb,
+                        nr.wrapping_mul(spec.dirs),
+                        spec.dirs,
+                        spec.files,
+                        samples.clone(),
+                        done.clone(),
+                    ),
                 );
             }
             WorkerKind::MmapFileReader => {
@@ -425,6 +454,8 @@ pub struct StepResult {
     pub oom_kills: Vec<(OomKill, String)>,
     /// `wait_on_page_writeback` calls of cgroup v1 limit reclaim, and ns.
     pub writeback_waits: (u64, u64),
+    /// XFS inode reclaim counters, summed over the step's mounts.
+    pub xfs: XfsStats,
 }
 
 impl RunSummary {
@@ -468,6 +499,7 @@ impl RunSummary {
         let step = r.step;
         self.oom_kills
             .extend(r.oom_kills.into_iter().map(|(o, n)| (step, o, n)));
+        self.xfs.add(&r.xfs);
         self.writeback_waits.0 += r.writeback_waits.0;
         self.writeback_waits.1 += r.writeback_waits.1;
     }
@@ -639,6 +671,9 @@ pub fn run_step(
         k.stats.wait_on_page_writeback_ns,
     );
     r.rate_passed = k.stats.rate_passed;
+    for s in &k.supers {
+        r.xfs.add(&s.xfs.stats);
+    }
     drop(k);
     // Task futures hold the world: drop them to free the step's machine.
     w.shutdown();
@@ -670,7 +705,7 @@ pub fn stutterp_steps(
         let w = plan.split.writers;
         let mut writer = WorkerSpec::new(K::FileWriter);
         writer.count = w;
-        writer.files = w;
+        writer.files = u64::from(w);
         writer.file_mib = p.writer_file_mib(&plan);
         writer.block_kib = (p.writer_bs / 1024).min(writer.file_mib * 1024).max(4);
         let mut hog = WorkerSpec::new(K::AnonHog);

@@ -37,6 +37,19 @@
 //! file_mib = 64
 //! pattern = "sequential"
 //! sparse = true            # holes: faults zero-fill, no device reads
+//!
+//! [[worker]]
+//! kind = "mlock"           # maps, mlock()s and holds memory (unevictable)
+//! size_mib = 64            # how much it locks in all
+//! step_mib = 16            # lock in steps of this much (0: all at once)
+//! step_interval_s = 1.0    # seconds between steps; then hold to the end
+//!
+//! [[worker]]
+//! kind = "fs-create"       # fs_mark-like: creates files round-robin in dirs
+//! count = 2                # processes
+//! dirs = 16                # directories (default 16)
+//! files = 0                # files per process (default 0: endless)
+//! file_size = 0            # bytes per file (default 0: empty files)
 //! ```
 
 use serde::Deserialize;
@@ -57,6 +70,30 @@ pub enum WorkerKind {
     /// the 2010 mapped-file-stream test. All `count` processes map the same
     /// `files`.
     MmapFileReader,
+    /// Maps anonymous memory, `mlock`s it (in `step_mib` steps every
+    /// `step_interval_s`, or all at once) and holds it to the end: the
+    /// squeeze of Dave Chinner's 2019/2020 XFS tests (reference §3.10).
+    Mlock,
+    /// fs_mark-like file creation: each process creates `files` files
+    /// (0: endlessly) of `file_size` bytes, round-robin over `dirs`
+    /// directories (reference §3.10: `fs_mark -S0 -s 0`). Real runs only
+    /// on this branch; the simulated one comes with the slab model.
+    FsCreate,
+}
+
+impl WorkerKind {
+    /// The kind's name in a spec (`kind = "…"`).
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkerKind::AnonHog => "anon-hog",
+            WorkerKind::FileWriter => "file-writer",
+            WorkerKind::FileReader => "file-reader",
+            WorkerKind::MmapLatency => "mmap-latency",
+            WorkerKind::MmapFileReader => "mmap-file-reader",
+            WorkerKind::Mlock => "mlock",
+            WorkerKind::FsCreate => "fs-create",
+        }
+    }
 }
 
 /// Access pattern of file workers.
@@ -82,9 +119,11 @@ pub struct WorkerSpec {
     /// Anon hog size, MiB.
     #[serde(default)]
     pub size_mib: u64,
-    /// Files per file worker.
-    #[serde(default = "one")]
-    pub files: u32,
+    /// Files per file worker (default 1); fs-create: files each process
+    /// creates (default 0: endless). Left unset in the TOML it reads
+    /// [`FILES_UNSET`] until [`Spec::parse`] fills in the kind's default.
+    #[serde(default = "files_unset")]
+    pub files: u64,
     /// Size of each file, MiB.
     #[serde(default)]
     pub file_mib: u64,
@@ -129,6 +168,31 @@ pub struct WorkerSpec {
     /// the machine's data device).
     #[serde(default)]
     pub device: Option<String>,
+    /// mlock: lock in steps of this many MiB (0: all at once).
+    #[serde(default)]
+    pub step_mib: u32,
+    /// mlock: seconds between steps.
+    #[serde(default = "default_step_interval")]
+    pub step_interval_s: f64,
+    /// fs-create: directories the files go round-robin into.
+    #[serde(default = "default_dirs")]
+    pub dirs: u32,
+    /// fs-create: bytes written to each file (0: empty files).
+    #[serde(default)]
+    pub file_size: u64,
+}
+
+/// `files` as read when the TOML does not set it (see [`WorkerSpec::files`]).
+pub const FILES_UNSET: u64 = u64::MAX;
+
+fn files_unset() -> u64 {
+    FILES_UNSET
+}
+fn default_step_interval() -> f64 {
+    1.0
+}
+fn default_dirs() -> u32 {
+    16
 }
 
 fn yes() -> bool {
@@ -168,11 +232,18 @@ impl WorkerSpec {
             invalidate: true,
             cgroup: None,
             device: None,
+            step_mib: 0,
+            step_interval_s: default_step_interval(),
+            dirs: default_dirs(),
+            file_size: 0,
         }
     }
     /// Whether its processes end on their own (`passes` of an
     /// mmap-file-reader), ending the step once all such are done.
     pub fn is_finite(&self) -> bool {
+        if self.kind == WorkerKind::FsCreate {
+            return self.files > 0;
+        }
         self.passes > 0
             && (self.kind == WorkerKind::MmapFileReader
                 || (self.kind == WorkerKind::FileReader && self.pattern == Pattern::Sequential))
@@ -266,6 +337,11 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         include_str!("../../../examples/workloads/usb-stick-2010.toml"),
     ),
     (
+        "fsmark-mlock",
+        "Dave Chinner's 2020 XFS inode-reclaim test: 16 fs_mark -S0 creators of empty files beside a process mlocking 416 MiB; run with --machine examples/machines/xfs-box.toml --kernel v5.9 --sweep xfs.inode_reclaim=sync,async,async-pinned (docs/slab.md)",
+        include_str!("../../../examples/workloads/fsmark-mlock.toml"),
+    ),
+    (
     "mapped-file-stream",
     "Johannes Weiner's 2010 sparse-file mmap reader (one byte per page, MADV_RANDOM), judged by elapsed time and vmstat",
     include_str!("../../../examples/workloads/mapped-file-stream.toml"),
@@ -291,13 +367,7 @@ impl Spec {
             ("spec.warmup_s".to_string(), self.warmup_s.to_string()),
         ];
         for (i, w) in self.workers.iter().enumerate() {
-            let kind = match w.kind {
-                WorkerKind::AnonHog => "anon-hog",
-                WorkerKind::FileWriter => "file-writer",
-                WorkerKind::FileReader => "file-reader",
-                WorkerKind::MmapLatency => "mmap-latency",
-                WorkerKind::MmapFileReader => "mmap-file-reader",
-            };
+            let kind = w.kind.name();
             let pattern = match w.pattern {
                 Pattern::Random => "random",
                 Pattern::Sequential => "sequential",
@@ -319,6 +389,22 @@ impl Spec {
             ];
             for (f, value) in fields {
                 v.push((format!("spec.worker{}.{f}", i + 1), value));
+            }
+            // The keys of the newer kinds, only where they apply, so that
+            // older records' parameters stay as they were.
+            let extra: &[(&str, String)] = match w.kind {
+                WorkerKind::Mlock => &[
+                    ("step_mib", w.step_mib.to_string()),
+                    ("step_interval_s", w.step_interval_s.to_string()),
+                ],
+                WorkerKind::FsCreate => &[
+                    ("dirs", w.dirs.to_string()),
+                    ("file_size", w.file_size.to_string()),
+                ],
+                _ => &[],
+            };
+            for (f, value) in extra {
+                v.push((format!("spec.worker{}.{f}", i + 1), value.clone()));
             }
             if let Some(c) = &w.cgroup {
                 v.push((format!("spec.worker{}.cgroup", i + 1), c.clone()));
@@ -369,7 +455,7 @@ impl Spec {
 
     /// Parses and checks spec text.
     pub fn parse(text: &str, file: &str) -> Result<Spec, SpecError> {
-        let s: Spec = toml::from_str(text).map_err(|e| {
+        let mut s: Spec = toml::from_str(text).map_err(|e| {
             let msg = e.to_string();
             // An unknown `kind` already lists the accepted ones.
             let hint = if msg.contains("unknown field") || msg.contains("missing field") {
@@ -385,6 +471,11 @@ impl Spec {
                 hint,
             }
         })?;
+        for w in &mut s.workers {
+            if w.files == FILES_UNSET {
+                w.files = if w.kind == WorkerKind::FsCreate { 0 } else { 1 };
+            }
+        }
         s.check(file)?;
         Ok(s)
     }
@@ -448,7 +539,44 @@ impl Spec {
                     }
                 }
                 WorkerKind::MmapLatency if w.pages == 0 => return bad("pages must be > 0".into()),
+                WorkerKind::Mlock => {
+                    if w.size_mib == 0 {
+                        return bad(
+                            "size_mib (how much to lock) is required and must be > 0".into()
+                        );
+                    }
+                    if u64::from(w.step_mib) > w.size_mib {
+                        return bad(format!(
+                            "step_mib = {} is more than size_mib = {} (accepted: 0 = all at once, or 1..=size_mib)",
+                            w.step_mib, w.size_mib
+                        ));
+                    }
+                    if !(w.step_interval_s > 0.0 && w.step_interval_s <= 86_400.0) {
+                        return bad(format!(
+                            "step_interval_s = {} (accepted: 0 < step_interval_s <= 86400)",
+                            w.step_interval_s
+                        ));
+                    }
+                }
+                WorkerKind::FsCreate => {
+                    if w.dirs == 0 || w.dirs > MAX_FILES {
+                        return bad(format!("dirs = {} (accepted: 1..={MAX_FILES})", w.dirs));
+                    }
+                    if w.file_size > 1 << 30 {
+                        return bad(format!(
+                            "file_size = {} bytes (accepted: at most 1073741824, 1 GiB)",
+                            w.file_size
+                        ));
+                    }
+                }
                 _ => {}
+            }
+            let stepped = w.step_mib != 0 || w.step_interval_s != default_step_interval();
+            if stepped && w.kind != WorkerKind::Mlock {
+                return bad("step_mib and step_interval_s apply to mlock only".into());
+            }
+            if (w.dirs != default_dirs() || w.file_size != 0) && w.kind != WorkerKind::FsCreate {
+                return bad("dirs and file_size apply to fs-create only".into());
             }
             if w.kind != WorkerKind::MmapFileReader && !w.shared {
                 return bad("shared applies to mmap-file-reader only".into());
@@ -489,13 +617,19 @@ impl Spec {
                     w.size_mib
                 ));
             }
-            if w.files > MAX_FILES {
+            if w.files > u64::from(MAX_FILES) && w.kind != WorkerKind::FsCreate {
                 return bad(format!("files = {} (accepted: 1..={MAX_FILES})", w.files));
             }
-            if u64::from(w.files) * w.file_mib > 64 << 20 {
+            if w.kind == WorkerKind::FsCreate && w.files > 1 << 30 {
+                return bad(format!(
+                    "files = {} (accepted: 0 = endless, or at most 1073741824)",
+                    w.files
+                ));
+            }
+            if w.files * w.file_mib > 64 << 20 {
                 return bad(format!(
                     "files x file_mib = {} MiB (accepted: at most 67108864, 64 TiB per worker)",
-                    u64::from(w.files) * w.file_mib
+                    w.files * w.file_mib
                 ));
             }
             if w.pages > MAX_PAGES {
@@ -530,7 +664,9 @@ mod tests {
             .collect::<Vec<_>>()
             .join("\n");
         let s = Spec::parse(&text, "example.toml").unwrap();
-        assert_eq!(s.workers.len(), 5);
+        assert_eq!(s.workers.len(), 7);
+        assert_eq!((s.workers[0].files, s.workers[6].files), (4, 0));
+        assert_eq!((s.workers[5].step_mib, s.workers[6].dirs), (16, 16));
         assert!(s.workers[0].starts_in_warmup());
     }
 

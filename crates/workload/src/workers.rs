@@ -40,6 +40,57 @@ pub async fn anon_hog(w: Rc<World>, pages: u32) {
     }
 }
 
+/// How often a holding mlock worker looks whether it was OOM-killed, ns.
+const MLOCK_HOLD_CHECK_NS: u64 = 10_000_000;
+
+/// The squeeze of Dave Chinner's XFS tests (reference §3.10): `mmap` +
+/// `mlock` + touch `pages` pages, in steps of `step` pages (0: all at once)
+/// every `interval_ns`, then hold them until the run ends. Each step's
+/// pages are a `VM_LOCKED` mapping of their own, so they fault straight
+/// onto the unevictable list (`lru_cache_add_inactive_or_unevictable`).
+/// Records the time each step took to lock as an `mlock` sample (µs).
+pub async fn mlock_worker(w: Rc<World>, pages: u32, step: u32, interval_ns: u64, samples: Samples) {
+    let step = if step == 0 { pages } else { step };
+    let mut locked = 0u32;
+    while locked < pages {
+        let n = step.min(pages - locked);
+        let start = w.k().exec.now();
+        let m = {
+            let mut k = w.k();
+            let m = k.mmap_anon(n);
+            k.mlock(m);
+            m
+        };
+        if touch_anon(&w, m, 0, n, true).await == Access::Killed || killed(&w) {
+            return;
+        }
+        pay_cpu(&w).await;
+        let now = w.k().exec.now();
+        samples
+            .borrow_mut()
+            .push(("mlock", now, (now - start) as f64 / 1000.0));
+        locked += n;
+        if locked < pages {
+            let until = start + interval_ns;
+            while w.k().exec.now() < until {
+                let t = (w.k().exec.now() + MLOCK_HOLD_CHECK_NS).min(until);
+                w.sleep_until(t).await;
+                if killed(&w) {
+                    return;
+                }
+            }
+        }
+    }
+    // Hold: the pages stay locked until the process exits (run end or OOM kill).
+    loop {
+        let t = w.k().exec.now() + MLOCK_HOLD_CHECK_NS;
+        w.sleep_until(t).await;
+        if killed(&w) {
+            return;
+        }
+    }
+}
+
 /// A fio buffered writer (`direct=0`, `readwrite=randwrite` or `write`) over
 /// its own files, in passes as fio makes them: a random pass writes every
 /// block of every file once, in random order (fio's random map, on by
@@ -224,6 +275,48 @@ pub async fn mmap_file_reader(
         }
         pass += 1;
     }
+    finished(&w, start, &samples, &done);
+}
+
+/// Creates per `fsmark-create` sample.
+const CREATES_PER_SAMPLE: u64 = 1000;
+
+/// fs_mark `-S0 -s 0`: creates empty files round-robin in its `dirs`
+/// directories (numbered from `first_dir`), `files` of them (0: endless),
+/// no fsync. Every `CREATES_PER_SAMPLE` creates it records the mean time
+/// per create as an `fsmark-create` sample (µs per file; its inverse is the
+/// process's creates per second), and, if finite, its run time as
+/// `elapsed` at the end.
+#[allow(clippy::too_many_arguments)]
+pub async fn fs_create(
+    w: Rc<World>,
+    sb: usize,
+    first_dir: u32,
+    dirs: u32,
+    files: u64,
+    samples: Samples,
+    done: Rc<Cell<u32>>,
+) {
+    use reclaimlab_kernel::fs::{xfs_create, CreateResult};
+    let start = w.k().exec.now();
+    let mut t0 = start;
+    let mut n = 0u64;
+    while files == 0 || n < files {
+        let dir = first_dir + (n % u64::from(dirs)) as u32;
+        if xfs_create(&w, sb, dir).await == CreateResult::Killed || killed(&w) {
+            return;
+        }
+        n += 1;
+        reclaimlab_kernel::sched::maybe_pay_cpu(&w).await;
+        if n.is_multiple_of(CREATES_PER_SAMPLE) {
+            pay_cpu(&w).await;
+            let now = w.k().exec.now();
+            let us = (now - t0) as f64 / 1000.0 / CREATES_PER_SAMPLE as f64;
+            samples.borrow_mut().push(("fsmark-create", now, us));
+            t0 = now;
+        }
+    }
+    pay_cpu(&w).await;
     finished(&w, start, &samples, &done);
 }
 

@@ -68,7 +68,7 @@ proptest! {
             Ok(s) => {
                 for w in &s.workers {
                     prop_assert!(w.count >= 1 && w.count <= 4096);
-                    prop_assert!(w.files <= MAX_FILES);
+                    prop_assert!(w.files <= u64::from(MAX_FILES));
                     prop_assert!(w.pages <= MAX_PAGES);
                     prop_assert!(w.size_mib <= MAX_MIB && w.file_mib <= MAX_MIB);
                 }

@@ -27,6 +27,8 @@ pub struct Gfp {
     pub fs: bool,
     /// `__GFP_WRITE` (page-cache pages about to be dirtied)
     pub write: bool,
+    /// `__GFP_HIGHMEM | __GFP_MOVABLE`: a user page (for trace output only).
+    pub user: bool,
 }
 
 impl Gfp {
@@ -36,13 +38,43 @@ impl Gfp {
         io: true,
         fs: true,
         write: false,
+        user: true,
     };
+    /// `GFP_KERNEL`: kernel allocations that may enter the filesystem.
+    pub const KERNEL: Gfp = Gfp {
+        direct_reclaim: true,
+        io: true,
+        fs: true,
+        write: false,
+        user: false,
+    };
+    /// `GFP_NOFS`: allocations inside a filesystem transaction (XFS's
+    /// `memalloc_nofs_save` in `xfs_trans_alloc`): reclaim may not call
+    /// back into filesystems, so `super_cache_scan` returns `SHRINK_STOP`.
+    pub const NOFS: Gfp = Gfp {
+        direct_reclaim: true,
+        io: true,
+        fs: false,
+        write: false,
+        user: false,
+    };
+    /// The flags as `show_gfp_flags` prints the common combinations.
+    pub fn name(&self) -> &'static str {
+        match (self.fs, self.io, self.user, self.write) {
+            (false, true, _, _) => "GFP_NOFS",
+            (false, false, _, _) => "GFP_NOIO",
+            (true, _, false, _) => "GFP_KERNEL",
+            (true, _, true, true) => "GFP_HIGHUSER_MOVABLE|__GFP_WRITE",
+            (true, _, true, false) => "GFP_HIGHUSER_MOVABLE",
+        }
+    }
     /// `GFP_HIGHUSER_MOVABLE | __GFP_WRITE`: page cache for `write()`.
     pub const HIGHUSER_MOVABLE_WRITE: Gfp = Gfp {
         direct_reclaim: true,
         io: true,
         fs: true,
         write: true,
+        user: true,
     };
 }
 
@@ -292,6 +324,27 @@ pub async fn alloc_page(w: &World, gfp: Gfp) -> Option<Pfn> {
     };
     w.k().memcg_commit_charged(pfn);
     Some(pfn)
+}
+
+/// `__alloc_pages` for a kernel page no memcg is charged for (a slab page
+/// or a buffer's page): the fast path at the low watermark, then the slow
+/// path. A task already in reclaim (`PF_MEMALLOC`, here `reclaim_state`
+/// set) takes any free page (`ALLOC_NO_WATERMARKS`) and never recurses
+/// into reclaim; `None` if there is none or the task was OOM-killed.
+pub async fn alloc_page_unaccounted(w: &World, gfp: Gfp) -> Option<Pfn> {
+    {
+        let mut k = w.k();
+        if let Some(p) = k.get_page_from_freelist(Some(WMARK_LOW)) {
+            return Some(p);
+        }
+        if k.in_reclaim() || k.current_is_kswapd() {
+            return k.get_page_from_freelist(None);
+        }
+    }
+    // Boxed: reclaim from here can reach this function again through the
+    // shrinkers (a buffer read in XFS inode reclaim), never at run time
+    // (a reclaimer takes the branch above) but in the future's type.
+    Box::pin(alloc_pages_slowpath(w, gfp)).await
 }
 
 /// `__alloc_pages_slowpath` (order 0).

@@ -50,6 +50,8 @@ pub struct AnonMapping {
     pub written: bool,
     /// Still mapped.
     pub alive: bool,
+    /// `VM_LOCKED`: `mlock`ed; its pages go to the unevictable LRU (mm/mlock.rs).
+    pub locked: bool,
 }
 
 /// Result of a user access that may fail.
@@ -83,6 +85,7 @@ impl Kernel {
             swapents: 0,
             written: false,
             alive: true,
+            locked: false,
         });
         self.tasks[owner as usize].mappings.push(id);
         id
@@ -96,6 +99,10 @@ impl Kernel {
         if !m.alive {
             return;
         }
+        if m.locked {
+            self.munlock_vma_pages_all(id);
+        }
+        let m = &mut self.anon[id as usize];
         m.alive = false;
         let pte = std::mem::take(&mut m.pte);
         let young = std::mem::take(&mut m.young);
@@ -326,7 +333,7 @@ impl Kernel {
             self.count_fault(Ev::Pgfault);
             self.charge_sys(fault_ns + zero_ns);
             // do_anonymous_page's flags, and PG_lru for the batch's list.
-            let flags = pg::SWAPBACKED | pg::UPTODATE | pg::LRU;
+            let flags = self.new_anon_page_flags(id) | pg::LRU;
             let lruvec = self.install_anon_page(id, j, pfn, flags);
             if batch_lru.is_some_and(|l| l != lruvec) {
                 self.flush_fault_batch(batch_lru, &mut batch);
@@ -340,10 +347,14 @@ impl Kernel {
         j
     }
 
-    /// Puts a fault run's new pages at the head of their inactive anon list.
+    /// Puts a fault run's new pages at the head of their list: inactive
+    /// anon, or unevictable for a `VM_LOCKED` mapping (a run is of one
+    /// mapping, so of one list).
     fn flush_fault_batch(&mut self, lru: Option<(usize, usize)>, batch: &mut Vec<Pfn>) {
         if let Some((nid, memcg)) = lru {
-            let list = Lru::of(pg::SWAPBACKED) as usize;
+            let list = batch.first().map_or(Lru::InactiveAnon, |&pfn| {
+                Lru::of(self.frames.get(pfn).flags)
+            }) as usize;
             self.nodes[nid].lruvecs[memcg].lists[list].push_head_many(&mut self.frames, batch);
         }
         batch.clear();
@@ -378,7 +389,8 @@ async fn do_anonymous_page(w: &World, id: u32, index: u32) -> Access {
     }
     let z = k.params.cost_zero_ns;
     k.charge_sys(z);
-    k.map_new_anon(id, index, pfn, pg::SWAPBACKED | pg::UPTODATE);
+    let flags = k.new_anon_page_flags(id);
+    k.map_new_anon(id, index, pfn, flags);
     Access::Ok
 }
 
@@ -406,6 +418,9 @@ impl Kernel {
         p.index = index;
         let memcg = p.memcg as usize;
         self.nodes[nid].mod_state(NodeStat::NrAnonPages, 1);
+        if flags & pg::MLOCKED != 0 {
+            self.account_mlocked_fault(nid);
+        }
         let m = &mut self.anon[id as usize];
         m.pte.set(index as usize, pfn);
         m.young[index as usize / 64] |= 1 << (index % 64);

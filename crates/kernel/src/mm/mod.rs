@@ -13,7 +13,10 @@ pub mod free_list;
 pub mod lru;
 pub mod lru_list;
 pub mod memcontrol;
+pub mod mlock;
 pub mod page;
+pub mod shrinker;
+pub mod slab;
 pub mod slots;
 pub mod swap;
 
@@ -35,9 +38,11 @@ pub enum NodeStat {
     NrWriteback,
     NrThrottledWritten,
     NrSwapcache,
+    /// `NR_MLOCK` (a zone item in the kernel; one zone per node here).
+    NrMlock,
 }
 /// Number of [`NodeStat`] items.
-pub const NR_NODE_STATS: usize = 9;
+pub const NR_NODE_STATS: usize = 10;
 
 /// `LRUVEC_CONGESTED` (5.5–6.4).
 pub const LRUVEC_CONGESTED: u32 = 1;

@@ -13,7 +13,9 @@
 //! simplifies: no lumpy reclaim, direct reclaim does not write file pages, as
 //! in the -mmotm Johannes Weiner measured on, one zone per node).
 
-use super::{CongestionFlags, KernelProfile, NoProgress, RatePriority, Sleep};
+use super::{
+    CongestionFlags, InodeReclaim, KernelProfile, NoProgress, RatePriority, ShrinkSlab, Sleep,
+};
 
 /// The sleeps of 2.6.36/2.6.37 that later kernels dropped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,6 +84,10 @@ pub const V2_6_36: KernelProfile = KernelProfile {
         kswapd_nap: Sleep::CongestionWait,
         too_many_isolated_unbounded: true,
     },
+    // 2.6.36's shrink_slab scaled by LRU pages scanned, not priority; the
+    // 5.8 arithmetic stands in (docs/slab.md). XFS reclaim blocked then.
+    do_shrink_slab: ShrinkSlab::V5_8,
+    xfs_inode_reclaim: InodeReclaim::Sync,
 };
 
 /// 2.6.37 (Mel Gorman's series, 15 Sep 2010): `wait_iff_congested(zone)`

@@ -54,19 +54,9 @@ impl Kernel {
 /// reclaimed nothing.
 async fn balance_pgdat(w: &World, nid: usize) {
     let v2 = w.k().params.memcg_version == 2;
-    let mut sc = ScanControl::new(
-        0,
-        Gfp {
-            direct_reclaim: true,
-            io: true,
-            fs: true,
-            write: false,
-        },
-        None,
-        true,
-        v2,
-    );
+    let mut sc = ScanControl::new(0, Gfp::KERNEL, None, true, v2);
     w.k().count(Ev::Pageoutrun, 1);
+    w.k().set_task_reclaim_state(true);
     loop {
         let nr_reclaimed_before = sc.nr_reclaimed;
         let mut raise_priority = true;
@@ -136,6 +126,7 @@ async fn balance_pgdat(w: &World, nid: usize) {
         }
     }
     let mut k = w.k();
+    k.set_task_reclaim_state(false);
     if sc.nr_reclaimed == 0 {
         k.nodes[nid].kswapd_failures += 1;
     }

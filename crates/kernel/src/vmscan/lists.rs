@@ -136,6 +136,12 @@ impl Kernel {
                 continue;
             }
             debug_assert_eq!(p.memcg as usize, memcg);
+            // 5.9.1 move_pages_to_lru: a !page_evictable page goes through
+            // putback_lru_page, which puts it on the unevictable list.
+            if p.test(pg::MLOCKED | pg::UNEVICTABLE) {
+                self.lru_add_evictable_or_not(pfn);
+            }
+            let p = self.frames.get_mut(pfn);
             p.set(pg::LRU);
             // A page put back active ages the non-resident clock
             // (workingset_age_nonresident, 5.15 move_pages_to_lru).
@@ -298,8 +304,19 @@ impl Kernel {
             return Verdict::Keep;
         }
         sc.nr_scanned += 1;
-        if flags & pg::UNEVICTABLE != 0 {
-            return Verdict::Activate;
+        // 5.9.1 shrink_page_list: `if (unlikely(!page_evictable(page)))
+        // goto activate_locked;` — a straggler mlocked while it sat on an
+        // evictable list; the putback culls it (move_folios_to_lru).
+        if !crate::mm::mlock::page_evictable(flags) {
+            return self.activate(pfn, stat);
+        }
+        // A page of a VM_LOCKED vma not yet PG_mlocked: page_referenced
+        // reports VM_LOCKED, page_check_references returns PAGEREF_RECLAIM
+        // and try_to_unmap_one mlocks the page and fails (5.9.1 mm/rmap.c),
+        // so it is activated and culled the same way.
+        if !file && owner != ORPHAN && self.anon[owner as usize].locked {
+            self.mlock_vma_page(pfn);
+            return self.activate(pfn, stat);
         }
         let may_enter_fs = sc.gfp.fs || (flags & pg::SWAPCACHE != 0 && sc.gfp.io);
         // folio_check_dirty_writeback(): anon pages are never "dirty" here.
@@ -768,7 +785,9 @@ pub(super) async fn shrink_active_list(
             let _ = k.anon_referenced(pfn);
         }
         let p = k.frames.get_mut(pfn);
-        if !p.test(pg::UNEVICTABLE) {
+        // 5.9.1 shrink_active_list: a !page_evictable page is put back
+        // (culled to the unevictable list by move_folios_to_lru).
+        if crate::mm::mlock::page_evictable(p.flags) {
             p.clear(pg::ACTIVE);
             p.set(pg::WORKINGSET);
         }

@@ -11,9 +11,9 @@
 //! scan_control` does. Names and decision order follow 5.15 (`shrink_page_list`
 //! era) with the 5.16 throttling sites delegated to the profile; memcg
 //! limit reclaim enters through [`try_to_free_mem_cgroup_pages`] and every
-//! pass walks the reclaim root's memcgs (`shrink_node_memcgs`). Not
-//! modelled: slab shrinkers (`slabs_scanned` stays 0), compaction, MGLRU,
-//! THP splitting, lazyfree, soft limits.
+//! pass walks the reclaim root's memcgs (`shrink_node_memcgs`), then the
+//! shrinkers (`shrink_slab`, root memcg only: mm/shrinker.rs). Not
+//! modelled: compaction, MGLRU, THP splitting, lazyfree, soft limits.
 
 mod kswapd;
 mod lists;
@@ -401,6 +401,9 @@ pub async fn shrink_node(w: &World, nid: usize, sc: &mut ScanControl) {
     let nr_reclaimed_before = sc.nr_reclaimed;
     w.k().prepare_scan_control(nid, sc);
     shrink_node_memcgs(w, nid, sc).await;
+    // "Record the subtree's reclaim efficiency": slab pages freed by the
+    // shrinkers count as reclaimed [5.9/6.1 shrink_node, reclaim_state].
+    sc.nr_reclaimed += w.k().take_reclaimed_slab();
     let memcg = sc.target_memcg();
     let reclaimable = sc.nr_reclaimed > nr_reclaimed_before;
 
@@ -484,7 +487,12 @@ async fn shrink_node_memcgs(w: &World, nid: usize, sc: &mut ScanControl) {
             m as usize
         };
         shrink_lruvec(w, nid, memcg, sc).await;
-        // (shrink_slab for this memcg: no slab is modelled.)
+        // shrink_slab(sc->gfp_mask, pgdat->node_id, memcg, sc->priority)
+        // [5.9 shrink_node_memcgs]: the root memcg's walk only, once per
+        // pass (reclaimlab's simplification, mm/shrinker.rs).
+        if memcg == 0 {
+            crate::mm::shrinker::shrink_slab(w, sc.gfp, nid, sc.priority).await;
+        }
     }
 }
 
@@ -674,8 +682,10 @@ pub async fn try_to_free_pages(w: &World, gfp: Gfp) -> u64 {
             "order=0 gfp_flags=GFP_HIGHUSER_MOVABLE"
         );
     }
+    w.k().set_task_reclaim_state(true);
     let n = do_try_to_free_pages(w, &mut sc).await;
     let mut k = w.k();
+    k.set_task_reclaim_state(false);
     crate::trace!(k, "mm_vmscan_direct_reclaim_end", "nr_reclaimed={}", n);
     n
 }
@@ -700,8 +710,10 @@ pub async fn try_to_free_mem_cgroup_pages(w: &World, memcg: u16, nr_pages: u64, 
             k.params.memcg_version == 2,
         )
     };
+    w.k().set_task_reclaim_state(true);
     let n = do_try_to_free_pages(w, &mut sc).await;
     let mut k = w.k();
+    k.set_task_reclaim_state(false);
     crate::trace!(k, "mm_vmscan_memcg_reclaim_end", "nr_reclaimed={}", n);
     n
 }

@@ -77,7 +77,7 @@ pub fn sim(
     let mut p = profile(kernel).unwrap().clone();
     let mut params = Params::defaults(&p);
     for (k, v) in set {
-        if k.starts_with("policy.") {
+        if reclaimlab_kernel::profile::POLICY_NAMES.contains(k) {
             p.set(k, v).unwrap();
         } else {
             params.set(k, v).unwrap();
