@@ -15,6 +15,7 @@
 //! 6. Stop the capture, write `run.json` and move the record into place.
 //! 7. Undo everything in reverse, also on Ctrl-C, SIGTERM or a panic.
 
+mod oomwork;
 mod prepare;
 mod setup;
 
@@ -330,9 +331,13 @@ pub fn run(opts: &RunOptions, stop: Arc<AtomicBool>) -> Result<RunOutcome> {
         })?;
         return run_workload(opts, stop, Source::Spec(spec));
     }
+    // A built-in spec by name (`reclaimlab list workloads`).
+    if let Some(spec) = Spec::builtin(&opts.workload) {
+        return run_workload(opts, stop, Source::Spec(spec));
+    }
     Err(HostError::with_fix(
         format!(
-            "workload `{}`: unknown; `run` takes `stutterp` or a workload spec file (TOML)",
+            "workload `{}`: unknown; `run` takes `stutterp`, a built-in spec or a workload spec file (TOML)",
             opts.workload
         ),
         "reclaimlab run stutterp, or reclaimlab run path/to/spec.toml (see `reclaimlab list workloads`)",
@@ -340,7 +345,10 @@ pub fn run(opts: &RunOptions, stop: Arc<AtomicBool>) -> Result<RunOutcome> {
 }
 
 /// Checks before anything is created. Returns the memory to size from.
-fn preflight(opts: &RunOptions) -> Result<(Option<cgroup::MemoryController>, PathBuf, u64)> {
+fn preflight(
+    opts: &RunOptions,
+    needs_swap: bool,
+) -> Result<(Option<cgroup::MemoryController>, PathBuf, u64)> {
     if !sys::is_root() {
         return Err(HostError::with_fix(
             "`reclaimlab run` needs root (cgroups, tracefs, swap)",
@@ -399,7 +407,9 @@ fn preflight(opts: &RunOptions) -> Result<(Option<cgroup::MemoryController>, Pat
             opts.memory
         }
     };
-    if swap::active().is_empty() && opts.swap_file.is_none() {
+    // Anon hogs need swap to be reclaimable; a workload of locked memory and
+    // file creation (the OOM seed) is meant to run without.
+    if needs_swap && swap::active().is_empty() && opts.swap_file.is_none() {
         return Err(HostError::with_fix(
             "this host has no swap: stutterp's anon hogs could not be reclaimed (the run would OOM, not stall)",
             "add --swap-file 2G (a temporary swap file, removed afterwards), or add swap to the host",
@@ -447,6 +457,9 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
         out,
     } = plan_run(opts, &source)?;
 
+    // Before anything exists: mlock workers that cannot fit, a missing mkfs.
+    let fs_tool = oomwork::check(&steps_work, memory)?;
+
     // 3. Create things, logging each first.
     let mut res = Resources {
         state: RunState::create_in(&opts.state_dir)?,
@@ -483,6 +496,24 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
             s.path.display(),
             s.value
         ));
+    }
+
+    let mut fs_mnt: Option<PathBuf> = None;
+    if let Some((fstype, tool)) = &fs_tool {
+        let img = oomwork::image_path(&data_parent, &name);
+        res.state.log(Entry::FsImage(img.clone()))?;
+        say(&format!(
+            "creating a {} {fstype} image {} for the fs-create workers",
+            human_bytes(crate::fsimage::IMAGE_BYTES),
+            img.display()
+        ));
+        let mnt = crate::fsimage::create(&img, fstype, tool)?;
+        notes.push(format!(
+            "fs-create ran on a {fstype} image ({}, sparse, loop-mounted on {}; removed after the run)",
+            human_bytes(crate::fsimage::IMAGE_BYTES),
+            mnt.display()
+        ));
+        fs_mnt = Some(mnt);
     }
 
     let mounts = sys::mounts();
@@ -715,6 +746,7 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
     let mut latency_samples = 0u64;
     let mut failure: Option<HostError> = None;
     let mut interrupted = false;
+    let mut all_pids: Vec<u32> = Vec::new();
     'steps: for work in &steps_work {
         if stop.load(Ordering::Relaxed) {
             interrupted = true;
@@ -736,6 +768,7 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
         let fio_dir = data.join("stutterp-data");
         let mut pids: Vec<(String, u32)> = Vec::new();
         let mut lat_files: Vec<PathBuf> = Vec::new();
+        let mut worker_logs: Vec<(String, PathBuf)> = Vec::new();
         let step_result = (|| -> Result<bool> {
             let mut fio_pid = None;
             let mut job = PathBuf::new();
@@ -794,10 +827,51 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
                         lat_files.push(f);
                         "mmap-latency"
                     }
+                    plan::Proc::Mlock {
+                        bytes,
+                        step_bytes,
+                        interval_ms,
+                    } => {
+                        c.args(["worker", "mlock", &bytes.to_string(), "--step"])
+                            .arg(step_bytes.to_string())
+                            .arg("--interval-ms")
+                            .arg(interval_ms.to_string())
+                            .arg("--t0-mono-ns")
+                            .arg(t0.to_string());
+                        "mlock"
+                    }
+                    plan::Proc::FsCreate {
+                        dirs,
+                        files,
+                        file_size,
+                        index,
+                    } => {
+                        let dir = fs_mnt.as_ref().expect("fs image made for fs-create");
+                        c.args(["worker", "fs-create"]).arg(dir).args([
+                            "--dirs",
+                            &dirs.to_string(),
+                            "--files",
+                            &files.to_string(),
+                            "--file-size",
+                            &file_size.to_string(),
+                            "--index",
+                            &index.to_string(),
+                        ]);
+                        "fs_mark"
+                    }
                 };
+                // The worker's output (mlock: how much it had locked; fs-create:
+                // files made) and errors, for the record's notes.
+                let log = data.join(format!("{comm}-{t}.{}.log", pids.len()));
+                let out =
+                    fs::File::create(&log).map_err(|e| HostError::io("cannot create", &log, e))?;
+                let err = out
+                    .try_clone()
+                    .map_err(|e| HostError::io("cannot open", &log, e))?;
                 c.stdin(Stdio::null())
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null());
+                    .stdout(Stdio::from(out))
+                    .stderr(Stdio::from(err));
+                worker_logs.push((comm.to_string(), log));
                 cgroup::place_in(&mut c, &procs);
                 let ch = c.spawn().map_err(|e| {
                     HostError::new(format!(
@@ -884,6 +958,8 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
                 }
             }
         }
+        notes.extend(oomwork::worker_notes(t, &worker_logs));
+        all_pids.extend(pids.iter().map(|(_, p)| *p));
         let _ = fs::remove_dir_all(&fio_dir);
         if failure.is_some() || interrupted {
             break 'steps;
@@ -929,6 +1005,8 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
     if let Some(sb) = &sandbox {
         notes.extend(cgroup_notes(sb, &stat0, cg_psi0));
     }
+    // OOM kills, as data (oomwork.rs).
+    let oom_kills = oomwork::capture_kills(&all_pids, t0, &steps, sandbox.as_ref(), &mut notes);
     if interrupted {
         notes.push(format!(
             "interrupted by a signal at t={:.1} s; the last step is cut short",
@@ -987,6 +1065,10 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
         m.capture.trace_time_offset_s = t0 as f64 / 1e9;
         m.capture.notes = notes.clone();
         m.tasks = tasks;
+        m.oom_kills = oom_kills;
+        if let Some((fstype, _)) = &fs_tool {
+            m.params.insert("run.fs".into(), (*fstype).into());
+        }
     }
     let meta = writer.meta().clone();
     let record = writer
@@ -1068,11 +1150,13 @@ mod tests {
 
     #[test]
     fn unknown_workload_is_named() {
-        let o = RunOptions::new("mapped-file-stream", PathBuf::from("/bin/true"));
+        // (A built-in spec's name, `fsmark-mlock`, is not unknown: `run`
+        // takes the built-in specs since issue 19.)
+        let o = RunOptions::new("no-such-workload", PathBuf::from("/bin/true"));
         let e = run(&o, Arc::new(AtomicBool::new(false))).unwrap_err();
         assert!(
             e.to_string()
-                .contains("workload `mapped-file-stream`: unknown"),
+                .contains("workload `no-such-workload`: unknown"),
             "{e}"
         );
     }

@@ -54,7 +54,17 @@ pub(super) fn plan_run(opts: &RunOptions, source: &Source) -> Result<RunPlan> {
         }
         cleaned = c;
     }
-    let (ctrl, fio_path, memory) = preflight(opts)?;
+    let needs_swap = match source {
+        Source::Stutterp => true,
+        Source::Spec(s) => s.workers.iter().any(|w| {
+            matches!(
+                w.kind,
+                reclaimlab_workload::spec::WorkerKind::AnonHog
+                    | reclaimlab_workload::spec::WorkerKind::MmapLatency
+            )
+        }),
+    };
+    let (ctrl, fio_path, memory) = preflight(opts, needs_swap)?;
     let cpus = sys::cpus();
     let machine_dirty = sys::read_u64("/proc/sys/vm/dirty_ratio").unwrap_or(20) as u32;
     let dirty_after: u32 = sysctls
