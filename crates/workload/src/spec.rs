@@ -327,15 +327,15 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         include_str!("../../../examples/workloads/usb-stick-2010.toml"),
     ),
     (
-        "fsmark-mlock",
-        "The OOM seed (2020 XFS series): 16 fs_mark-like creators of empty files beside a process mlocking 900 MiB in 100 MiB steps; for `reclaimlab run fsmark-mlock --memory 1G` (real kernel; fs-create is not simulated on this build)",
-        include_str!("../../../examples/workloads/fsmark-mlock.toml"),
-    ),
-    (
     "mapped-file-stream",
     "Johannes Weiner's 2010 sparse-file mmap reader (one byte per page, MADV_RANDOM), judged by elapsed time and vmstat",
     include_str!("../../../examples/workloads/mapped-file-stream.toml"),
-)];
+),
+    (
+        "fsmark-mlock",
+        "The OOM seed (2020 XFS series): 16 fs_mark-like creators of empty files beside a process mlocking 900 MiB in 100 MiB steps; for `reclaimlab run fsmark-mlock --memory 1G` (real kernel; fs-create is not simulated on this build)",
+        include_str!("../../../examples/workloads/fsmark-mlock.toml"),
+    )];
 
 impl Spec {
     /// A built-in spec by name (`reclaimlab list workloads`).
