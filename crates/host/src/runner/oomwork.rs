@@ -85,6 +85,9 @@ pub(super) fn worker_notes(step: u32, logs: &[(String, PathBuf)]) -> Vec<String>
                         "step {step}: the mlock worker had locked {m} MiB ({})",
                         last
                     ),
+                    None if last.is_empty() => format!(
+                        "step {step}: the mlock worker finished no step (killed while locking its first, see OOM kills)"
+                    ),
                     None => format!("step {step}: the mlock worker locked nothing: {last}"),
                 });
             }
