@@ -119,10 +119,13 @@ pub struct WorkerSpec {
     #[serde(default)]
     pub size_mib: u64,
     /// Files per file worker (default 1); fs-create: files each process
-    /// creates (default 0: endless). Left unset in the TOML it reads
-    /// [`FILES_UNSET`] until [`Spec::parse`] fills in the kind's default.
-    #[serde(default = "files_unset")]
+    /// creates (default 0: endless). [`Spec::parse`] sets it from
+    /// [`WorkerSpec::files_given`] or the kind's default.
+    #[serde(skip)]
     pub files: u32,
+    /// `files` as the TOML gives it (`None`: not given).
+    #[serde(rename = "files", default)]
+    pub files_given: Option<u32>,
     /// Size of each file, MiB.
     #[serde(default)]
     pub file_mib: u64,
@@ -176,12 +179,6 @@ pub struct WorkerSpec {
     pub file_size: u64,
 }
 
-/// `files` as read when the TOML does not set it (see [`WorkerSpec::files`]).
-pub const FILES_UNSET: u32 = u32::MAX;
-
-fn files_unset() -> u32 {
-    FILES_UNSET
-}
 fn default_step_interval() -> f64 {
     1.0
 }
@@ -214,6 +211,7 @@ impl WorkerSpec {
             count: 1,
             size_mib: 0,
             files: 1,
+            files_given: None,
             file_mib: 0,
             block_kib: default_block(),
             pattern: Pattern::Random,
@@ -462,9 +460,8 @@ impl Spec {
             }
         })?;
         for w in &mut s.workers {
-            if w.files == FILES_UNSET {
-                w.files = if w.kind == WorkerKind::FsCreate { 0 } else { 1 };
-            }
+            let default = if w.kind == WorkerKind::FsCreate { 0 } else { 1 };
+            w.files = w.files_given.unwrap_or(default);
         }
         s.check(file)?;
         Ok(s)
