@@ -140,6 +140,37 @@ enum Worker {
         #[arg(long, default_value_t = 32)]
         mib: usize,
     },
+    /// The squeeze: mmap + mlock BYTES (in steps), then hold until killed.
+    Mlock {
+        /// Bytes to lock.
+        bytes: u64,
+        /// Bytes per step (0: all at once).
+        #[arg(long, default_value_t = 0)]
+        step: u64,
+        /// Ms between steps.
+        #[arg(long, default_value_t = 1000)]
+        interval_ms: u64,
+        /// CLOCK_MONOTONIC ns of the record's time 0.
+        #[arg(long, default_value_t = 0)]
+        t0_mono_ns: u64,
+    },
+    /// fs_mark-like creation of files round-robin in DIRS directories of DIR.
+    FsCreate {
+        /// Directory (the run's filesystem image).
+        dir: PathBuf,
+        /// Directories.
+        #[arg(long, default_value_t = 16)]
+        dirs: u32,
+        /// Files to create (0: until killed).
+        #[arg(long, default_value_t = 0)]
+        files: u64,
+        /// Bytes per file.
+        #[arg(long, default_value_t = 0)]
+        file_size: u64,
+        /// Process number (in file names).
+        #[arg(long, default_value_t = 0)]
+        index: u32,
+    },
 }
 
 fn parse_sets(sets: &[String]) -> anyhow::Result<Vec<(String, String)>> {
@@ -396,6 +427,31 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
             for (k, v) in reclaimlab_host::cpu_probe::measure(mib * 256, 3) {
                 outln!("cost {k} {v:.1}");
             }
+        }
+        Worker::Mlock {
+            bytes,
+            step,
+            interval_ms,
+            t0_mono_ns,
+        } => {
+            reclaimlab_host::workers::set_comm("mlock");
+            reclaimlab_host::fsworkers::mlock_hold(
+                bytes,
+                step,
+                std::time::Duration::from_millis(interval_ms),
+                t0_mono_ns,
+                stop,
+            )?
+        }
+        Worker::FsCreate {
+            dir,
+            dirs,
+            files,
+            file_size,
+            index,
+        } => {
+            reclaimlab_host::workers::set_comm("fs_mark");
+            reclaimlab_host::fsworkers::fs_create(&dir, dirs, files, file_size, index, stop)?
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -297,6 +297,8 @@ impl Assembly {
                 constraint: o.constraint.to_string(),
                 victim_kib: o.victim_pages * 4,
                 free_kib: o.free_pages * 4,
+                reason: o.reason.clone(),
+                source: String::new(),
             })
             .collect();
         // What the report shows of cgroups and OOM kills: notes (the
@@ -330,7 +332,7 @@ impl Assembly {
         const OOM_NOTES: usize = 20;
         for o in m.oom_kills.iter().take(OOM_NOTES) {
             m.capture.notes.push(format!(
-                "OOM kill at {:.3} s (step {}): pid {} ({}) in cgroup `{}`, {}, victim {} MiB, {} MiB free",
+                "OOM kill at {:.3} s (step {}): pid {} ({}) in cgroup `{}`, {}, victim {} MiB, {} MiB free; {}",
                 o.t_s,
                 o.step.unwrap_or(0),
                 o.pid,
@@ -338,7 +340,8 @@ impl Assembly {
                 if o.cgroup.is_empty() { "/" } else { &o.cgroup },
                 o.constraint,
                 o.victim_kib >> 10,
-                o.free_kib >> 10
+                o.free_kib >> 10,
+                o.reason
             ));
         }
         if m.oom_kills.len() > OOM_NOTES {

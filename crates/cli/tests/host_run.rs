@@ -490,3 +490,81 @@ fn bad_input_is_refused_with_the_fix() {
     );
     assert!(matches!(o.status.code(), Some(0) | Some(2)));
 }
+
+/// The OOM seed's workers (issue 19): an mlock that cannot fit in the
+/// cgroup, no permission to mlock: each refused with the fix, exit 2,
+/// nothing created on the host.
+#[test]
+fn oom_workers_bad_input_is_refused_with_nothing_left() {
+    if let Some(why) = cannot_run(false) {
+        println!("skipped: {why}");
+        return;
+    }
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    let dir = tmp("oom-bad");
+    std::fs::create_dir_all(&dir).unwrap();
+    let spec = |body: &str| {
+        let p = dir.join(format!("s{}.toml", body.len()));
+        std::fs::write(&p, format!("name='o'\nduration_s=2\n{body}")).unwrap();
+        p
+    };
+    let check = |mut cmd: Command, want: &[&str]| {
+        let o = cmd.output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        for w in want {
+            assert!(err.contains(w), "`{w}` not in: {err}");
+        }
+        // The runner's pid is gone; anything it made would carry a
+        // reclaimlab- name under /var/tmp, the cgroup mounts or /run.
+        let left: Vec<String> = std::fs::read_dir("/var/tmp")
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".img") || n.ends_with(".mnt"))
+            .filter(|n| n.starts_with("reclaimlab-"))
+            .collect();
+        assert!(left.is_empty(), "left behind: {left:?}");
+        assert!(!sys::mounts()
+            .iter()
+            .any(|m| m.target.to_string_lossy().contains("reclaimlab-") && m.fstype != "tracefs"));
+    };
+    // An mlock larger than the cgroup.
+    let big = spec("[[worker]]\nkind='mlock'\nsize_mib=600\n");
+    let mut c = Command::new(bin());
+    c.args(["run"]).arg(&big).args(["--memory", "512M"]);
+    check(c, &["mlock", "600 MiB", "512 MiB", "raise --memory"]);
+    // A missing mkfs: fsimage.rs's unit test (the lookup also searches
+    // the sbin directories, so PATH cannot hide it here); the check runs
+    // before anything is created, as the mlock check above does.
+    // No permission to mlock: without CAP_IPC_LOCK and CAP_SYS_RESOURCE
+    // the 8 MiB default RLIMIT_MEMLOCK cannot be raised.
+    if sys::which("setpriv").is_some() {
+        let small = spec("[[worker]]\nkind='mlock'\nsize_mib=64\n");
+        let mut c = Command::new("setpriv");
+        c.args([
+            "--bounding-set=-ipc_lock,-sys_resource",
+            "--inh-caps=-ipc_lock,-sys_resource",
+            "--",
+        ])
+        .arg(bin())
+        .args(["run"])
+        .arg(&small)
+        .args(["--memory", "512M"]);
+        // A limit already that large (a host's limits.conf) lets it pass.
+        let o = Command::new("sh")
+            .args(["-c", "ulimit -l"])
+            .output()
+            .unwrap();
+        let lim = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        if lim == "unlimited" || lim.parse::<u64>().is_ok_and(|k| k >= 64 << 10) {
+            println!("skipped the mlock permission check: RLIMIT_MEMLOCK is {lim} KiB");
+        } else {
+            check(
+                c,
+                &["RLIMIT_MEMLOCK", "CAP_IPC_LOCK", "ulimit -l unlimited"],
+            );
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

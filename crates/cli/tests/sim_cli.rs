@@ -251,7 +251,7 @@ fn bad_workload_specs_name_file_and_line() {
         &e,
         &[
             "no-such-workload",
-            "not a built-in workload (stutterp, memcg-congestion, usb-stick-2010, fsmark-mlock, mapped-file-stream)",
+            "not a built-in workload (stutterp, memcg-congestion, usb-stick-2010, fsmark-mlock, mapped-file-stream, fsmark-mlock-1g)",
             "list workloads",
         ],
     );
@@ -285,6 +285,35 @@ fn bad_workload_specs_name_file_and_line() {
     );
     let e = sim_fails(&d, Some(&stray), &[]);
     has_all(&e, &[&stray, "cgroup = `nope` is not a [[cgroup]]"]);
+    // mlock (issue 19): more than the machine, more than its cgroup, and
+    // fs-create of files with data, which the simulator does not model.
+    let ml = file(
+        &d,
+        "ml.toml",
+        "name='w'\nduration_s=1\n[[worker]]\nkind='mlock'\nsize_mib=4194304\n",
+    );
+    let e = sim_fails(&d, Some(&ml), &[]);
+    has_all(
+        &e,
+        &[&ml, "worker #1", "mlock of 4194304 MiB", "lock less than"],
+    );
+    let mlc = file(
+        &d,
+        "mlc.toml",
+        "name='w'\nduration_s=1\n[[cgroup]]\nname='c'\nmemory_max='64M'\n[[worker]]\nkind='mlock'\nsize_mib=80\ncgroup='c'\n",
+    );
+    let e = sim_fails(&d, Some(&mlc), &[]);
+    has_all(
+        &e,
+        &[&mlc, "does not fit in cgroup `c`", "its max is 64 MiB"],
+    );
+    let fsc = file(
+        &d,
+        "fsc.toml",
+        "name='w'\nduration_s=1\n[[worker]]\nkind='fs-create'\ncount=2\nfile_size=4096\n",
+    );
+    let e = sim_fails(&d, Some(&fsc), &[]);
+    has_all(&e, &[&fsc, "file_size = 4096", "reclaimlab run"]);
     let gone = d.join("gone.toml");
     let e = sim_fails(&d, Some(gone.to_str().unwrap()), &[]);
     has_all(&e, &["gone.toml", "cannot read the workload spec"]);

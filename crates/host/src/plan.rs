@@ -27,6 +27,26 @@ pub enum Proc {
         /// Sleep per iteration, ms.
         sleep_ms: u64,
     },
+    /// `reclaimlab worker mlock` (fsworkers.rs).
+    Mlock {
+        /// Bytes to lock in all.
+        bytes: u64,
+        /// Bytes per step (0: all at once).
+        step_bytes: u64,
+        /// Time between steps, ms.
+        interval_ms: u64,
+    },
+    /// `reclaimlab worker fs-create` on the run's filesystem image.
+    FsCreate {
+        /// Directories.
+        dirs: u32,
+        /// Files per process (0: endless).
+        files: u64,
+        /// Bytes per file.
+        file_size: u64,
+        /// Process number (file names), from 0.
+        index: u32,
+    },
 }
 
 /// How the fio job of a step is written, given the warmup in seconds.
@@ -91,6 +111,16 @@ pub struct StepWork {
     pub early: Vec<Placed>,
     /// Started after the warmup.
     pub late: Vec<Placed>,
+}
+
+impl StepWork {
+    /// Whether the step needs a filesystem image (an fs-create worker).
+    pub fn needs_fs_image(&self) -> bool {
+        self.early
+            .iter()
+            .chain(&self.late)
+            .any(|p| matches!(p.0, Proc::FsCreate { .. }))
+    }
 }
 
 /// The steps of stutterp for `plans` (one per worker count).
@@ -188,6 +218,52 @@ pub fn spec_step(spec: &Spec, file: &str) -> Result<StepWork, HostError> {
                     ));
                 }
                 parts.push(format!("{} mmap-latency{at}", w.count));
+            }
+            WorkerKind::Mlock => {
+                for _ in 0..w.count {
+                    list.push((
+                        Proc::Mlock {
+                            bytes: w.size_mib * MIB,
+                            step_bytes: u64::from(w.step_mib) * MIB,
+                            interval_ms: (w.step_interval_s * 1000.0) as u64,
+                        },
+                        w.cgroup.clone(),
+                    ));
+                }
+                parts.push(format!(
+                    "{} mlock of {} MiB{}",
+                    w.count,
+                    w.size_mib,
+                    if w.step_mib > 0 {
+                        format!(" in {} MiB steps every {} s", w.step_mib, w.step_interval_s)
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+            WorkerKind::FsCreate => {
+                for i in 0..w.count {
+                    list.push((
+                        Proc::FsCreate {
+                            dirs: w.dirs,
+                            files: w.files,
+                            file_size: w.file_size,
+                            index: i,
+                        },
+                        w.cgroup.clone(),
+                    ));
+                }
+                parts.push(format!(
+                    "{} fs-create over {} dirs ({} files each, {} bytes)",
+                    w.count,
+                    w.dirs,
+                    if w.files == 0 {
+                        "endless".to_string()
+                    } else {
+                        w.files.to_string()
+                    },
+                    w.file_size
+                ));
             }
             WorkerKind::FileWriter | WorkerKind::FileReader => {
                 if w.device.is_none() {

@@ -50,6 +50,9 @@ pub enum Entry {
     /// A block I/O throttle rule this run set: the cgroup v1 file and the
     /// device's `MAJ:MIN`; undone by writing `MAJ:MIN 0`.
     Throttle(PathBuf, String),
+    /// A loop-mounted filesystem image (`fsimage.rs`): unmounted, its mount
+    /// point and the image removed on undo.
+    FsImage(PathBuf),
 }
 
 impl Entry {
@@ -63,6 +66,7 @@ impl Entry {
             Entry::Mount(p) => format!("mount {}", p.display()),
             Entry::DataDir(p) => format!("datadir {}", p.display()),
             Entry::Sysctl(p, old) => format!("sysctl {} {}", p.display(), old),
+            Entry::FsImage(p) => format!("fsimage {}", p.display()),
             Entry::Process(pid, start) => match start {
                 Some(t) => format!("process {pid} {t}"),
                 None => format!("process {pid}"),
@@ -83,6 +87,7 @@ impl Entry {
             "swapfile" => Entry::SwapFile(rest.into()),
             "mount" => Entry::Mount(rest.into()),
             "datadir" => Entry::DataDir(rest.into()),
+            "fsimage" => Entry::FsImage(rest.into()),
             "sysctl" => {
                 let (p, old) = rest.split_once(' ')?;
                 Entry::Sysctl(p.into(), old.to_string())
@@ -108,6 +113,7 @@ impl Entry {
             Entry::Cgroup(v, p) => cgroup::remove_group(p, *v),
             Entry::Instance(p) => tracefs::remove_instance_dir(p),
             Entry::SwapFile(p) => swap::remove_swap_file(p),
+            Entry::FsImage(p) => crate::fsimage::remove(p),
             Entry::Mount(p) => {
                 if !sys::mounts()
                     .iter()
@@ -292,6 +298,8 @@ fn undo_entries(entries: &[Entry]) -> Vec<(Entry, HostError)> {
         Entry::Process(..) => 1,
         Entry::Cgroup(..) => 1,
         Entry::FsMount(_) => 2,
+        // After the workers (cgroups), which may hold files open on it.
+        Entry::FsImage(_) => 2,
         Entry::Loop(_) => 3,
         Entry::Instance(_) => 4,
         Entry::DataDir(_) => 5,
@@ -437,6 +445,9 @@ pub fn sweep_orphans() -> (Vec<String>, Vec<HostError>) {
                 "cgroup-v2" => Entry::Cgroup(Version::V2, path),
                 "instance" => Entry::Instance(path),
                 _ if name.ends_with(".swap") => Entry::SwapFile(path),
+                _ if name.ends_with(".img") => Entry::FsImage(path),
+                // The image's mount point: undone with its image.
+                _ if name.ends_with(".mnt") => continue,
                 _ if path.is_dir() => Entry::DataDir(path),
                 _ => continue,
             };

@@ -37,6 +37,8 @@ pub const RELEVANT_EVENTS: &[&str] = &[
     "writeback:writeback_congestion_wait",
     "writeback:writeback_wait_iff_congested",
     "writeback:balance_dirty_pages",
+    // An OOM kill's victim (include/trace/events/oom.h); fires once per kill.
+    "oom:mark_victim",
 ];
 
 /// Relevant events that fire per LRU scan batch (tens of thousands per second

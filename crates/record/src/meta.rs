@@ -286,6 +286,15 @@ pub struct OomKillRecord {
     pub victim_kib: u64,
     /// Free memory on the machine at the time, KiB.
     pub free_kib: u64,
+    /// Why reclaim gave up (`no_progress_loops=17 > MAX_RECLAIM_RETRIES=16`,
+    /// `watermark check failed: …`, a memcg charge's retries), or for a real
+    /// run what the kernel said; empty where unknown (records before it).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+    /// Where a real run learnt of the kill (`memory.events`, `mark_victim`,
+    /// `dmesg`); empty for simulated runs.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub source: String,
 }
 
 /// The contents of `run.json`. See `docs/run-record.md` for each key.

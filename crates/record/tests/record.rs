@@ -393,3 +393,25 @@ fn trace_cut_at_a_member_boundary_is_detected() {
     );
     fs::remove_dir_all(&d).unwrap();
 }
+
+/// An OOM kill written before `reason` and `source` existed still reads
+/// (both empty), and a kill without them writes no such keys, so older
+/// readers see the record they knew.
+#[test]
+fn oom_kill_without_reason_reads_and_writes_as_before() {
+    let old = r#"{"t_s":1.5,"step":1,"pid":7,"comm":"memory-hog","cgroup":"","constraint":"CONSTRAINT_NONE","victim_kib":4096,"free_kib":1024}"#;
+    let k: reclaimlab_record::OomKillRecord = serde_json::from_str(old).unwrap();
+    assert_eq!((k.reason.as_str(), k.source.as_str()), ("", ""));
+    assert_eq!(serde_json::to_string(&k).unwrap(), old);
+    let new = reclaimlab_record::OomKillRecord {
+        reason: "no_progress_loops=17 > MAX_RECLAIM_RETRIES=16".into(),
+        ..k
+    };
+    let text = serde_json::to_string(&new).unwrap();
+    assert!(
+        text.ends_with(r#""reason":"no_progress_loops=17 > MAX_RECLAIM_RETRIES=16"}"#),
+        "{text}"
+    );
+    let back: reclaimlab_record::OomKillRecord = serde_json::from_str(&text).unwrap();
+    assert_eq!(back, new);
+}

@@ -43,6 +43,8 @@ pub struct RunMeta {
     pub task_cpu: Vec<TaskUse>,
     /// What the HTML header says of the run.
     pub about: RunAbout,
+    /// Every OOM kill of the run (`run.json` `oom_kills`).
+    pub oom_kills: Vec<reclaimlab_record::OomKillRecord>,
 }
 
 /// What the HTML report's header says about a run: where it ran, what, and

@@ -254,6 +254,13 @@ pub struct RunReport {
     pub ftrace_stalls: Vec<FtraceTable>,
     /// How the trace was read.
     pub trace: TraceStatus,
+    /// Every OOM kill, in time order (omitted when there is none).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub oom_kills: Vec<reclaimlab_record::OomKillRecord>,
+    /// Free memory at the first OOM kill, KiB: the seed's "free memory at
+    /// OOM" figure (omitted when nothing was killed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub free_at_oom_kib: Option<u64>,
     /// Plot data (HTML only).
     #[serde(skip)]
     pub plots: RunPlots,
@@ -472,6 +479,17 @@ pub fn build_report(runs: &[RunInput], opts: Options) -> Report {
             stall_summary: run.stalls.summary.clone(),
             ftrace_stalls: Vec::new(),
             trace,
+            oom_kills: {
+                let mut k = run.meta.oom_kills.clone();
+                k.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
+                k
+            },
+            free_at_oom_kib: run
+                .meta
+                .oom_kills
+                .iter()
+                .min_by(|a, b| a.t_s.total_cmp(&b.t_s))
+                .map(|o| o.free_kib),
             plots: RunPlots {
                 latency_ccdf: cdfs,
                 vmstat: run.vmstat_series.clone(),

@@ -134,6 +134,7 @@ pub fn load_run(dir: &Path) -> Result<RunInput, LoadError> {
         trace_captured: m.capture.trace,
         lost_events: m.capture.lost_events,
         capture_notes: m.capture.notes.clone(),
+        oom_kills: m.oom_kills.clone(),
         settings: [
             ("kernel".to_string(), m.kernel.clone()),
             ("machine".to_string(), m.machine.name.clone()),

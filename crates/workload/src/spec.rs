@@ -342,10 +342,15 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
         include_str!("../../../examples/workloads/fsmark-mlock.toml"),
     ),
     (
-    "mapped-file-stream",
-    "Johannes Weiner's 2010 sparse-file mmap reader (one byte per page, MADV_RANDOM), judged by elapsed time and vmstat",
-    include_str!("../../../examples/workloads/mapped-file-stream.toml"),
-)];
+        "mapped-file-stream",
+        "Johannes Weiner's 2010 sparse-file mmap reader (one byte per page, MADV_RANDOM), judged by elapsed time and vmstat",
+        include_str!("../../../examples/workloads/mapped-file-stream.toml"),
+    ),
+    (
+        "fsmark-mlock-1g",
+        "The same test sized for `reclaimlab run fsmark-mlock-1g --memory 1G` (real kernel): 16 creators beside 900 MiB mlocked in 100 MiB steps every 5 s (docs/oom.md)",
+        include_str!("../../../examples/workloads/fsmark-mlock-1g.toml"),
+    )];
 
 impl Spec {
     /// A built-in spec by name (`reclaimlab list workloads`).

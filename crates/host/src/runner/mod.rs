@@ -15,6 +15,7 @@
 //! 6. Stop the capture, write `run.json` and move the record into place.
 //! 7. Undo everything in reverse, also on Ctrl-C, SIGTERM or a panic.
 
+mod oomwork;
 mod prepare;
 mod setup;
 mod step;
@@ -342,6 +343,10 @@ pub fn run(opts: &RunOptions, stop: Arc<AtomicBool>) -> Result<RunOutcome> {
         })?;
         return run_workload(opts, stop, Source::Spec(spec));
     }
+    // A built-in spec by name (`reclaimlab list workloads`).
+    if let Some(spec) = Spec::builtin(&opts.workload) {
+        return run_workload(opts, stop, Source::Spec(spec));
+    }
     Err(HostError::with_fix(
         format!(
             "workload `{}`: unknown; `run` takes `stutterp`, a built-in spec ({}) or a workload spec file (TOML)",
@@ -425,6 +430,8 @@ fn preflight(
             opts.memory
         }
     };
+    // Anon hogs need swap to be reclaimable; a workload of locked memory and
+    // file creation (the OOM seed) is meant to run without.
     if needs_swap && swap::active().is_empty() && opts.swap_file.is_none() {
         return Err(HostError::with_fix(
             "this host has no swap: stutterp's anon hogs could not be reclaimed (the run would OOM, not stall)",
@@ -475,6 +482,9 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
         disk_plans,
     } = plan_run(opts, &source)?;
 
+    // Before anything exists: mlock workers that cannot fit, a missing mkfs.
+    let fs_tool = oomwork::check(&steps_work, memory)?;
+
     // 3. Create things, logging each first.
     let mut res = Resources {
         state: RunState::create_in(&opts.state_dir)?,
@@ -511,6 +521,24 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
             s.path.display(),
             s.value
         ));
+    }
+
+    let mut fs_mnt: Option<PathBuf> = None;
+    if let Some((fstype, tool)) = &fs_tool {
+        let img = oomwork::image_path(&data_parent, &name);
+        res.state.log(Entry::FsImage(img.clone()))?;
+        say(&format!(
+            "creating a {} {fstype} image {} for the fs-create workers",
+            human_bytes(crate::fsimage::IMAGE_BYTES),
+            img.display()
+        ));
+        let mnt = crate::fsimage::create(&img, fstype, tool)?;
+        notes.push(format!(
+            "fs-create ran on a {fstype} image ({}, sparse, loop-mounted on {}; removed after the run)",
+            human_bytes(crate::fsimage::IMAGE_BYTES),
+            mnt.display()
+        ));
+        fs_mnt = Some(mnt);
     }
 
     let mounts = sys::mounts();
@@ -782,6 +810,7 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
             .map(|m| m.mount.join("files"))
             .unwrap_or_else(|| data.join("stutterp-data"))
     };
+    let mut all_pids: Vec<u32> = Vec::new();
     let step_ctx = step::StepCtx {
         opts,
         data: &data,
@@ -792,6 +821,7 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
         stop: &stop,
         procs_for: &procs_for,
         dir_for: &dir_for,
+        fs_mnt: fs_mnt.as_deref(),
     };
     'steps: for work in &steps_work {
         if stop.load(Ordering::Relaxed) {
@@ -818,6 +848,7 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
             pids,
             lat_files,
             elapsed,
+            worker_logs,
         } = so;
         match step_result {
             Ok(true) => {}
@@ -881,6 +912,8 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
                 ));
             }
         }
+        notes.extend(oomwork::worker_notes(t, &worker_logs));
+        all_pids.extend(pids.iter().map(|(_, p)| *p));
         let _ = fs::remove_dir_all(&fio_dir);
         if failure.is_some() || interrupted {
             break 'steps;
@@ -932,6 +965,8 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
             notes.extend(cg_records.iter().map(setup::cgroup_record_note));
         }
     }
+    // OOM kills, as data (oomwork.rs).
+    let oom_kills = oomwork::capture_kills(&all_pids, t0, &steps, sandbox.as_ref(), &mut notes);
     if interrupted {
         notes.push(format!(
             "interrupted by a signal at t={:.1} s; the last step is cut short",
@@ -991,6 +1026,10 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
         m.capture.notes = notes.clone();
         m.tasks = tasks;
         m.cgroups = cg_records;
+        m.oom_kills = oom_kills;
+        if let Some((fstype, _)) = &fs_tool {
+            m.params.insert("run.fs".into(), (*fstype).into());
+        }
     }
     let meta = writer.meta().clone();
     let record = writer

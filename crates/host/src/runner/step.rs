@@ -20,6 +20,8 @@ pub(super) struct StepCtx<'a> {
     pub(super) procs_for: &'a dyn Fn(Option<&str>) -> Vec<PathBuf>,
     /// The directory a fio process on a spec device (or none) writes in.
     pub(super) dir_for: &'a dyn Fn(Option<&str>) -> PathBuf,
+    /// The mounted filesystem image of the fs-create workers, if any.
+    pub(super) fs_mnt: Option<&'a Path>,
 }
 
 /// What a step started and measured.
@@ -31,6 +33,8 @@ pub(super) struct StepOut {
     pub(super) lat_files: Vec<PathBuf>,
     /// Finite workers that exited: (label, pid, t_s at exit, elapsed µs).
     pub(super) elapsed: Vec<(String, u32, f64, f64)>,
+    /// The mlock and fs-create workers' logs: (comm, file), for the notes.
+    pub(super) worker_logs: Vec<(String, PathBuf)>,
 }
 
 /// Runs one step until its end, a stop request or an error; `Ok(false)`
@@ -114,10 +118,55 @@ pub(super) fn run_step(ctx: &StepCtx, work: &plan::StepWork, out: &mut StepOut) 
                 out.lat_files.push(f);
                 "mmap-latency"
             }
+            plan::Proc::Mlock {
+                bytes,
+                step_bytes,
+                interval_ms,
+            } => {
+                c.args(["worker", "mlock", &bytes.to_string(), "--step"])
+                    .arg(step_bytes.to_string())
+                    .arg("--interval-ms")
+                    .arg(interval_ms.to_string())
+                    .arg("--t0-mono-ns")
+                    .arg(ctx.t0.to_string());
+                "mlock"
+            }
+            plan::Proc::FsCreate {
+                dirs,
+                files,
+                file_size,
+                index,
+            } => {
+                let dir = ctx.fs_mnt.ok_or_else(|| {
+                    HostError::new("an fs-create worker without the run's filesystem image")
+                })?;
+                c.args(["worker", "fs-create"]).arg(dir).args([
+                    "--dirs",
+                    &dirs.to_string(),
+                    "--files",
+                    &files.to_string(),
+                    "--file-size",
+                    &file_size.to_string(),
+                    "--index",
+                    &index.to_string(),
+                ]);
+                "fs_mark"
+            }
         };
-        c.stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
+        c.stdin(Stdio::null());
+        if matches!(p.0, plan::Proc::Mlock { .. } | plan::Proc::FsCreate { .. }) {
+            // The worker's output (mlock: how much it had locked; fs-create:
+            // files made) and errors, for the record's notes.
+            let log = data.join(format!("{comm}-{t}.{}.log", out.pids.len()));
+            let f = fs::File::create(&log).map_err(|e| HostError::io("cannot create", &log, e))?;
+            let err = f
+                .try_clone()
+                .map_err(|e| HostError::io("cannot open", &log, e))?;
+            c.stdout(Stdio::from(f)).stderr(Stdio::from(err));
+            out.worker_logs.push((comm.to_string(), log));
+        } else {
+            c.stdout(Stdio::null()).stderr(Stdio::null());
+        }
         cgroup::place_in(&mut c, &(ctx.procs_for)(p.1.as_deref()));
         let ch = c.spawn().map_err(|e| {
             HostError::new(format!(

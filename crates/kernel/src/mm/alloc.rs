@@ -171,8 +171,16 @@ impl Kernel {
     /// `out_of_memory` → `select_bad_process` → `oom_kill_process`, over
     /// every user task (`memcg` `None`: global OOM) or those of `memcg`'s
     /// subtree (`mem_cgroup_scan_tasks`, a memcg OOM). Returns true if a
-    /// victim was killed or one is still exiting (progress).
-    pub fn out_of_memory(&mut self, memcg: Option<u16>) -> bool {
+    /// victim was killed or one is still exiting (progress). `reason` says
+    /// why reclaim gave up; it goes into the run record with the kill.
+    ///
+    /// A global OOM for an allocation without `__GFP_FS` kills nothing and
+    /// returns true (5.9.1 mm/oom_kill.c out_of_memory: "The OOM killer
+    /// does not compensate for IO-less reclaim"); a memcg OOM does not skip.
+    pub fn out_of_memory(&mut self, memcg: Option<u16>, gfp: Gfp, reason: &str) -> bool {
+        if memcg.is_none() && !gfp.fs {
+            return true;
+        }
         let mut best: Option<(u64, usize)> = None;
         for (i, t) in self.tasks.iter().enumerate() {
             if t.exited || t.kind != TaskKind::User {
@@ -201,15 +209,8 @@ impl Kernel {
         self.memcg_memory_event(victim_memcg, crate::mm::memcontrol::MemcgEvent::OomKill);
         let (pid, comm) = (self.tasks[victim].pid, self.tasks[victim].comm.clone());
         let pages = self.task_badness(victim);
-        crate::trace!(
-            self,
-            "mark_victim",
-            "pid={} comm={} total_vm={} anon_rss={}kB",
-            pid,
-            comm,
-            pages,
-            pages * 4
-        );
+        // include/trace/events/oom.h (5.9.1 to 6.1.0): `"pid=%d"` only.
+        crate::trace!(self, "mark_victim", "pid={}", pid);
         let constraint = if memcg.is_some() {
             "CONSTRAINT_MEMCG"
         } else {
@@ -225,6 +226,7 @@ impl Kernel {
             constraint,
             victim_pages: pages,
             free_pages: free,
+            reason: reason.to_string(),
         });
         // Wake the victim if it sleeps killable somewhere (it checks at its
         // next return to user space).
@@ -252,6 +254,10 @@ pub struct OomKill {
     pub victim_pages: u64,
     /// Free pages on the machine at the time.
     pub free_pages: u64,
+    /// Why reclaim gave up: `should_reclaim_retry`'s verdict for a global
+    /// OOM (`no_progress_loops=17 > MAX_RECLAIM_RETRIES=16`, or `watermark
+    /// check failed: …`), the charge retries for a memcg OOM.
+    pub reason: String,
 }
 
 /// Outcome of `__alloc_pages_may_oom`.
@@ -267,7 +273,7 @@ enum MayOom {
 impl Kernel {
     /// `__alloc_pages_may_oom`: one last try at the high watermark, then the
     /// OOM killer under `oom_lock`.
-    fn alloc_pages_may_oom(&mut self) -> MayOom {
+    fn alloc_pages_may_oom(&mut self, gfp: Gfp, reason: &str) -> MayOom {
         if let Some(p) = self.get_page_from_freelist(Some(WMARK_HIGH)) {
             return MayOom::Page(p);
         }
@@ -275,7 +281,7 @@ impl Kernel {
             return MayOom::Wait;
         }
         self.oom_lock = true;
-        let progress = self.out_of_memory(None);
+        let progress = self.out_of_memory(None, gfp, reason);
         self.oom_lock = false;
         if progress {
             MayOom::Retry
@@ -285,8 +291,8 @@ impl Kernel {
     }
 }
 
-fn may_oom(w: &World) -> MayOom {
-    w.k().alloc_pages_may_oom()
+fn may_oom(w: &World, gfp: Gfp, reason: &str) -> MayOom {
+    w.k().alloc_pages_may_oom(gfp, reason)
 }
 
 /// `__alloc_pages` for one order-0 page. Returns `None` if the calling task
@@ -396,8 +402,8 @@ async fn alloc_pages_slowpath(w: &World, gfp: Gfp) -> Option<Pfn> {
         }
         // should_reclaim_retry()
         match should_reclaim_retry(w, progress > 0, &mut no_progress_loops).await {
-            true => {}
-            false => match may_oom(w) {
+            Ok(()) => {}
+            Err(reason) => match may_oom(w, gfp, &reason) {
                 MayOom::Page(p) => return Some(p),
                 MayOom::Retry => {
                     no_progress_loops = 0;
@@ -425,43 +431,85 @@ async fn alloc_pages_slowpath(w: &World, gfp: Gfp) -> Option<Pfn> {
     }
 }
 
-/// `should_reclaim_retry` (mm/page_alloc.c, 5.15 with its `congestion_wait`,
-/// which later profiles drop): retry while some node could meet its min
-/// watermark if all its reclaimable pages were reclaimed, for up to
-/// `MAX_RECLAIM_RETRIES` passes without progress.
+/// `should_reclaim_retry` (5.9.1 mm/page_alloc.c; the same in 5.15.0, and
+/// in 6.1.0 without the `congestion_wait`, which the profile's
+/// `reclaim_retry` site decides): retry while some node could meet its min
+/// watermark if all its reclaimable pages were reclaimed
+/// (`available = zone_reclaimable_pages + NR_FREE_PAGES`,
+/// `__zone_watermark_ok(zone, 0, min_wmark, …, available)`, which for order
+/// 0 without highatomic reserves is `available > min`), for up to
+/// `MAX_RECLAIM_RETRIES` passes without progress. Each node checked emits
+/// `reclaim_retry_zone` in its kernel format; the loop stops at the first
+/// node that passes, as the kernel's `goto out` does.
+///
+/// `Ok(())`: retry reclaim. `Err(reason)`: give up and go to the OOM killer;
+/// `reason` is what the run record shows for the kill.
 async fn should_reclaim_retry(
     w: &World,
     did_some_progress: bool,
     no_progress_loops: &mut u64,
-) -> bool {
-    let (retry, sleep) = {
-        let k = w.k();
+) -> Result<(), String> {
+    let (verdict, sleep) = {
+        let mut k = w.k();
+        // Order 0 is never PAGE_ALLOC_COSTLY_ORDER: progress resets.
         if did_some_progress {
             *no_progress_loops = 0;
         } else {
             *no_progress_loops += 1;
         }
-        if *no_progress_loops > k.params.max_reclaim_retries {
-            return false;
+        let max = k.params.max_reclaim_retries;
+        if *no_progress_loops > max {
+            // unreserve_highatomic_pageblock(): no highatomic reserves here.
+            return Err(format!(
+                "no_progress_loops={} > MAX_RECLAIM_RETRIES={max}",
+                *no_progress_loops
+            ));
         }
-        let mut retry = false;
+        let mut verdict = Err(String::new());
         let mut sleep = false;
+        let mut failed = Vec::new();
         for nid in 0..k.nodes.len() {
             let reclaimable = k.zone_reclaimable_pages(nid);
             let available = reclaimable + k.nodes[nid].nr_free();
-            if available > k.nodes[nid].wmark[WMARK_MIN] {
-                retry = true;
+            let min_wmark = k.nodes[nid].wmark[WMARK_MIN];
+            let wmark = available > min_wmark;
+            crate::trace!(
+                k,
+                "reclaim_retry_zone",
+                "node={} zone={:<8} order=0 reclaimable={} available={} min_wmark={} no_progress_loops={} wmark_check={}",
+                nid,
+                "Normal",
+                reclaimable,
+                available,
+                min_wmark,
+                *no_progress_loops,
+                u8::from(wmark)
+            );
+            if wmark {
+                verdict = Ok(());
                 if !did_some_progress && 2 * k.write_pending(nid) > reclaimable {
                     sleep = true;
                 }
                 break;
             }
+            failed.push(format!(
+                "node {nid}: available {available} (reclaimable {reclaimable} + free {}) <= min {min_wmark} pages",
+                available - reclaimable
+            ));
         }
-        (retry, sleep)
+        if verdict.is_err() {
+            verdict = Err(format!(
+                "watermark check failed: {} (no_progress_loops={})",
+                failed.join("; "),
+                *no_progress_loops
+            ));
+        }
+        let _ = &mut k;
+        (verdict, sleep)
     };
-    if retry && sleep {
+    if verdict.is_ok() && sleep {
         let site = w.k().profile.reclaim_retry;
         crate::throttle::throttle_at(w, site, 0).await;
     }
-    retry
+    verdict
 }

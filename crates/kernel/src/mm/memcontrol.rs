@@ -558,7 +558,7 @@ pub async fn mem_cgroup_try_charge(w: &World, gfp: Gfp) {
             w.k().page_counter_charge(memcg);
             return;
         }
-        match mem_cgroup_oom(w, over).await {
+        match mem_cgroup_oom(w, over, gfp).await {
             OomStatus::Success => nr_retries = w.k().params.memcg_charge_retries,
             OomStatus::Failed => {
                 // force: charge over the limit anyway.
@@ -579,7 +579,7 @@ enum OomStatus {
 
 /// `mem_cgroup_oom` → `mem_cgroup_out_of_memory` → `out_of_memory` with
 /// `oc->memcg` (5.15.0): a victim among the tasks of `memcg`'s subtree.
-async fn mem_cgroup_oom(w: &World, memcg: u16) -> OomStatus {
+async fn mem_cgroup_oom(w: &World, memcg: u16, gfp: Gfp) -> OomStatus {
     let locked = {
         let mut k = w.k();
         k.memcg_memory_event(memcg, MemcgEvent::Oom);
@@ -600,7 +600,14 @@ async fn mem_cgroup_oom(w: &World, memcg: u16) -> OomStatus {
         return OomStatus::Success;
     }
     k.oom_lock = true;
-    let progress = k.out_of_memory(Some(memcg));
+    let reason = format!(
+        "memcg charge: limit reclaim of cgroup `{}` made no progress in {} retries (usage {} >= max {} pages)",
+        k.memcgs[memcg as usize].name,
+        k.params.memcg_charge_retries,
+        k.memcgs[memcg as usize].usage,
+        k.memcgs[memcg as usize].max
+    );
+    let progress = k.out_of_memory(Some(memcg), gfp, &reason);
     k.oom_lock = false;
     if progress {
         OomStatus::Success

@@ -116,6 +116,14 @@ pub fn sections(report: &Report) -> Vec<Section> {
         o.push_str("<h3 id=\"tables-setup\">Set up differently</h3>\n");
         differences_table(report, o);
     }));
+    let mut oom = String::new();
+    if super::oom::oom_html(&mut oom, report) {
+        s.push(Section {
+            id: "oom".into(),
+            title: "OOM kills".into(),
+            body: oom,
+        });
+    }
     s.push(Section::new("stall-tables", "Stall tables", |o| {
         stall_tables(report, o);
         super::ftrace::ftrace_html(o, report);

@@ -8,6 +8,7 @@ pub mod html;
 mod html_plots;
 mod html_tables;
 pub mod json;
+mod oom;
 mod plot;
 pub mod runs;
 mod sweep;

@@ -606,6 +606,7 @@ pub fn render_text(report: &Report) -> String {
     out.push('\n');
     scope_lines(&mut out, report);
     difference_lines(&mut out, report);
+    super::oom::oom_text(&mut out, report);
     for run in &report.runs {
         out.push('\n');
         stall_section(&mut out, run);
