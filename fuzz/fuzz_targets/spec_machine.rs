@@ -9,7 +9,7 @@ fuzz_target!(|data: &[u8]| {
     };
     if let Ok(s) = reclaimlab_workload::spec::Spec::parse(text, "f.toml") {
         for w in &s.workers {
-            assert!(w.files <= reclaimlab_workload::spec::MAX_FILES);
+            assert!(w.files <= u64::from(reclaimlab_workload::spec::MAX_FILES));
             assert!(w.pages <= reclaimlab_workload::spec::MAX_PAGES);
         }
         let _ = s.to_params();
