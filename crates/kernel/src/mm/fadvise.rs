@@ -57,13 +57,8 @@ impl Kernel {
             if e == SLOT_EMPTY || e & SHADOW != 0 {
                 continue;
             }
-            let (wi, b) = ((i / 64) as usize, i % 64);
-            let mapped = self.files[f as usize]
-                .mapped
-                .get(wi)
-                .is_some_and(|m| m & (1 << b) != 0);
             let p = self.frames.get(e);
-            if mapped
+            if self.files[f as usize].page_mapped(i)
                 || p.test(pg::DIRTY | pg::WRITEBACK | pg::LOCKED | pg::ISOLATED)
                 || !p.test(pg::LRU)
             {

@@ -70,6 +70,14 @@ impl File {
             bits = *self.dirty_tag.get(w)?;
         }
     }
+
+    /// Whether page `index` is mapped (`page_mapped`; always false for a
+    /// file nobody maps, whose bitmap is empty).
+    pub fn page_mapped(&self, index: u32) -> bool {
+        self.mapped
+            .get(index as usize / 64)
+            .is_some_and(|m| m & (1 << (index % 64)) != 0)
+    }
 }
 
 impl Kernel {
@@ -111,13 +119,10 @@ impl Kernel {
     pub fn file_referenced(&mut self, pfn: Pfn) -> u32 {
         let p = self.frames.get(pfn);
         let file = &mut self.files[p.owner as usize];
-        if file.mapped.is_empty() {
+        if !file.page_mapped(p.index) {
             return 0;
         }
         let (w, b) = (p.index as usize / 64, p.index % 64);
-        if file.mapped[w] & (1 << b) == 0 {
-            return 0;
-        }
         let young = file.young[w] & (1 << b) != 0;
         file.young[w] &= !(1 << b);
         u32::from(young)

@@ -28,9 +28,7 @@ use std::fmt::Write as _;
 use super::html_plots::{latency_plots, stall_plots, velocity_plots};
 use super::html_tables::{differences_table, figures_tables, latency_table, stall_tables};
 use super::plot::{hex, run_color, si};
-#[cfg(doc)]
-use crate::format::text::MAX_CELL;
-use crate::format::text::{fit, fit_to, render_text, too_few_samples_note};
+use crate::format::text::{fit, fit_to, render_text, too_few_samples_note, MAX_CELL};
 use crate::model::{Report, RunReport, Significance};
 
 /// `s` escaped and cut to a table cell's [`MAX_CELL`] characters, as the text
@@ -217,7 +215,7 @@ fn what_was_run(report: &Report, out: &mut String) {
         let _ = writeln!(
             out,
             "<p class=\"note\">{}</p>",
-            esc(&fit_to(n, 5 * super::text::MAX_CELL))
+            esc(&fit_to(n, 5 * MAX_CELL))
         );
     }
     let _ = writeln!(
@@ -412,7 +410,7 @@ fn summary(report: &Report, out: &mut String) {
         let _ = writeln!(
             out,
             "<p class=\"note\">Note: {}.</p>",
-            esc(&fit_to(&note, 5 * super::text::MAX_CELL))
+            esc(&fit_to(&note, 5 * MAX_CELL))
         );
     }
 }
@@ -447,7 +445,7 @@ pub fn render_html_with(report: &Report, extra: &[String]) -> Vec<u8> {
         }
         _ => format!("reclaimlab report: {}", names.join(" vs ")),
     };
-    let title = fit_to(&title, 2 * super::text::MAX_CELL);
+    let title = fit_to(&title, 2 * MAX_CELL);
     let _ = write!(
         out,
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta name=\"viewport\" content=\"width=device-width\"><title>{}</title><style>{CSS}{}</style></head><body>\n<h1>{}</h1>\n",
