@@ -58,6 +58,14 @@ pub(super) fn cache_lookup(
                     rand_4k_us: l.get("rand_4k_us")?.as_f64()?,
                 }),
             },
+            // Likewise an entry from before the direct bandwidths.
+            direct: match e.get("direct")? {
+                serde_json::Value::Null => None,
+                d => Some(Direct {
+                    write_mb_s: d.get("write_mb_s")?.as_f64()?,
+                    read_mb_s: d.get("read_mb_s")?.as_f64(),
+                }),
+            },
         })
     })
 }
@@ -96,6 +104,10 @@ pub(super) fn cache_store(
         "latency": bw.latency.map(|l| serde_json::json!({
             "seq_4k_us": l.seq_4k_us,
             "rand_4k_us": l.rand_4k_us,
+        })),
+        "direct": bw.direct.map(|d| serde_json::json!({
+            "write_mb_s": d.write_mb_s,
+            "read_mb_s": d.read_mb_s,
         })),
     }));
     let text = serde_json::to_string_pretty(&serde_json::json!({

@@ -13,13 +13,14 @@
 //!
 //! CPUs are those this process may run on (`sched_getaffinity`), nodes those
 //! under `/sys/devices/system/node`. One data device, the one holding the
-//! directory the real run writes to (`/var/tmp` unless `dir=`), with its write
-//! bandwidth *measured* by `run`'s own calibration write ([`calibration_write`]:
-//! `dd conv=fdatasync`, a buffered write and one `fdatasync`) of a few hundred
-//! MiB, and its read bandwidth measured by reading that file back after
-//! dropping its cached pages (or, where they cannot be dropped, estimated as
-//! equal to the write bandwidth and labelled so). Latency, seek time and queue
-//! depth are defaults by kind (flash or rotating), labelled as such.
+//! directory the real run writes to (`/var/tmp` unless `dir=`), *measured*:
+//! `run`'s own calibration write ([`calibration_write`]: `dd conv=fdatasync`)
+//! of a few hundred MiB makes a file, which is read back with its cached
+//! pages dropped, read in single 4 KiB direct reads (latency and seek), and
+//! overwritten and read in 1 MiB direct requests, [`DIRECT_DEPTH`] in flight
+//! (the write and read bandwidths the profile takes; where direct I/O is
+//! refused, the buffered figures, labelled so). The queue depth is a
+//! default, labelled as such.
 //!
 //! A measurement varies from one call to the next, so it is cached for
 //! [`CACHE_MAX_AGE_S`] per directory, device and size (under
@@ -87,13 +88,21 @@ pub fn resolve(arg: &HostArg, opts: &MeasureOptions) -> Result<Resolved> {
     let mut notes = Vec::new();
     let (bw, prov) = bandwidth(&dir, opts)?;
     let figures = format!(
-        "write {:.0} MB/s, read {:.0} MB/s{}",
-        bw.write_mb_s,
-        bw.read_mb_s,
+        "write {:.0} MB/s, read {:.0} MB/s{}{}",
+        bw.device_write_mb_s(),
+        bw.device_read_mb_s(),
         if bw.read_measured {
             ""
         } else {
             " (estimated = write)"
+        },
+        if bw.direct.is_some() {
+            format!(
+                " (1 MiB direct I/O, {DIRECT_DEPTH} in flight; the dd calibration write: {:.0} MB/s)",
+                bw.write_mb_s
+            )
+        } else {
+            " (dd calibration write: direct I/O refused)".to_string()
         }
     );
     match prov {
@@ -105,7 +114,7 @@ pub fn resolve(arg: &HostArg, opts: &MeasureOptions) -> Result<Resolved> {
         )),
         Provenance::Measured(stored) => {
             notes.push(format!(
-                "--machine host: measured {} ({dev}) with a {} MiB dd conv=fdatasync write and read-back: {figures}",
+                "--machine host: measured {} ({dev}) with a {} MiB file: {figures}",
                 dir.display(),
                 bw.mib
             ));
@@ -234,7 +243,41 @@ mod tests {
             mib: 256,
             when_unix: 1_700_000_000,
             latency: None,
+            direct: None,
         }
+    }
+
+    /// The direct figures are the device's; the calibration write's only
+    /// stands in where direct I/O was refused, and the profile says which.
+    #[test]
+    fn direct_bandwidths_replace_the_calibration_write() {
+        let mut b = bw();
+        b.write_mb_s = 171.4;
+        b.read_mb_s = 883.3;
+        let (t, _) = machine_toml(&arg("host"), &facts(), &b).unwrap();
+        assert!(
+            t.contains("write_mb_s = 171.4\n") && t.contains("direct I/O was refused"),
+            "{t}"
+        );
+        b.direct = Some(Direct {
+            write_mb_s: 2025.9,
+            read_mb_s: Some(913.0),
+        });
+        let (t, _) = machine_toml(&arg("host"), &facts(), &b).unwrap();
+        assert!(
+            t.contains("write_mb_s = 2025.9\n")
+                && t.contains("read_mb_s = 913.0\n")
+                && t.contains("O_DIRECT writes, 8 in flight")
+                && t.contains("gave 171.4"),
+            "{t}"
+        );
+        // Direct reads cut short: the buffered read-back stands.
+        b.direct = Some(Direct {
+            write_mb_s: 2025.9,
+            read_mb_s: None,
+        });
+        let (t, _) = machine_toml(&arg("host"), &facts(), &b).unwrap();
+        assert!(t.contains("read_mb_s = 883.3\n"), "{t}");
     }
 
     #[test]
@@ -410,6 +453,10 @@ mod tests {
                 seq_4k_us: 101.5,
                 rand_4k_us: 130.0,
             }),
+            direct: Some(Direct {
+                write_mb_s: 2000.0,
+                read_mb_s: None,
+            }),
             ..bw()
         };
         cache_store(&f, "/var/tmp", "8:0:256", &b, 3600).unwrap();
@@ -429,6 +476,14 @@ mod tests {
         let mut v2 = v.clone();
         v2["entries"][0].as_object_mut().unwrap().remove("latency");
         std::fs::write(&f, v2.to_string()).unwrap();
+        assert_eq!(
+            cache_lookup(&f, "/var/tmp", "8:0:256", 1_000_100, 3600),
+            None
+        );
+        // And one from before the direct bandwidths.
+        let mut v3 = v.clone();
+        v3["entries"][0].as_object_mut().unwrap().remove("direct");
+        std::fs::write(&f, v3.to_string()).unwrap();
         assert_eq!(
             cache_lookup(&f, "/var/tmp", "8:0:256", 1_000_100, 3600),
             None

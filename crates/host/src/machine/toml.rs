@@ -117,7 +117,11 @@ pub fn machine_toml(
     const SPINNING_MAX_MB_S: f64 = 300.0;
     let (dev_name, rotational, dev_note) = match &facts.device {
         Some(d) => {
-            let fastest = bw.write_mb_s.max(if bw.read_measured { bw.read_mb_s } else { 0.0 });
+            let fastest = bw.device_write_mb_s().max(if bw.read_measured {
+                bw.device_read_mb_s()
+            } else {
+                0.0
+            });
             let rotating = d.rotational && fastest <= SPINNING_MAX_MB_S;
             let kind = match (d.rotational, rotating) {
                 (true, true) => "rotating".to_string(),
@@ -153,7 +157,7 @@ pub fn machine_toml(
     let queue_depth = 32;
     let (latency_us, seek_us, latency_note) = match bw.latency {
         Some(l) => {
-            let (lat, seek) = l.device_params(bw.read_mb_s);
+            let (lat, seek) = l.device_params(bw.device_read_mb_s());
             (
                 lat,
                 seek,
@@ -205,13 +209,41 @@ pub fn machine_toml(
         human_bytes(facts.mem_total),
         human_bytes(swap),
         dev_name,
-        bw.write_mb_s,
+        bw.device_write_mb_s(),
         utc_date(bw.when_unix)
     );
-    let read_note = if bw.read_measured {
-        "measured: sequential 1 MiB reads of that file after dropping its cached pages".to_string()
-    } else {
-        "ESTIMATED as equal to the write bandwidth (the file's cached pages could not be dropped to measure it)".to_string()
+    let (write_note, read_note) = match bw.direct {
+        Some(d) => (
+            format!(
+                "measured, that file overwritten in 1 MiB O_DIRECT writes, {DIRECT_DEPTH} in flight, and fdatasync \
+                 (the calibration write `dd if=/dev/zero bs=1M count={} conv=fdatasync`, which times the page cache too, gave {:.1})",
+                bw.mib, bw.write_mb_s
+            ),
+            match d.read_mb_s {
+                Some(_) => format!(
+                    "measured, 1 MiB O_DIRECT reads of that file, {DIRECT_DEPTH} in flight (buffered sequential reads gave {:.1})",
+                    bw.read_mb_s
+                ),
+                None => format!(
+                    "measured: buffered sequential 1 MiB reads of that file after dropping its cached pages \
+                     (direct reads were cut short); {:.1}",
+                    bw.read_mb_s
+                ),
+            },
+        ),
+        None => (
+            format!(
+                "measured, `dd if=/dev/zero bs=1M count={} conv=fdatasync` in {} (run's calibration write; \
+                 direct I/O was refused, so this times the page cache too)",
+                bw.mib,
+                facts.dir.display()
+            ),
+            if bw.read_measured {
+                "measured: sequential 1 MiB reads of that file after dropping its cached pages".to_string()
+            } else {
+                "ESTIMATED as equal to the write bandwidth (the file's cached pages could not be dropped to measure it)".to_string()
+            },
+        ),
     };
     let mut t = String::new();
     t.push_str(&format!(
@@ -223,7 +255,7 @@ pub fn machine_toml(
          # memory: {mem_note}; MemTotal {}\n\
          # swap: {swap_note}\n\
          # data device: the one holding {} ({dev_note})\n\
-         # write_mb_s: measured, `dd if=/dev/zero bs=1M count={} conv=fdatasync` in {} (run's calibration write)\n\
+         # write_mb_s: {write_note}\n\
          # read_mb_s: {read_note}\n\
          # {latency_note}\n\
          # queue_depth: not measured; the built-in machines' 32\n\
@@ -233,8 +265,6 @@ pub fn machine_toml(
         facts.hostname,
         facts.kernel,
         human_bytes(facts.mem_total),
-        facts.dir.display(),
-        bw.mib,
         facts.dir.display(),
     ));
     t.push_str(&format!("name = {}\n", toml_str(name)));
@@ -259,8 +289,8 @@ pub fn machine_toml(
     t.push_str("\n[[devices]]\n");
     t.push_str(&format!("name = {}\n", toml_str(&dev_name)));
     t.push_str(&format!("layer = {}\n", toml_str(layer)));
-    t.push_str(&format!("write_mb_s = {:.1}\n", bw.write_mb_s));
-    t.push_str(&format!("read_mb_s = {:.1}\n", bw.read_mb_s));
+    t.push_str(&format!("write_mb_s = {:.1}\n", bw.device_write_mb_s()));
+    t.push_str(&format!("read_mb_s = {:.1}\n", bw.device_read_mb_s()));
     t.push_str(&format!("latency_us = {latency_us:.1}\n"));
     t.push_str(&format!("seek_us = {seek_us:.1}\n"));
     t.push_str(&format!("queue_depth = {queue_depth}\n"));

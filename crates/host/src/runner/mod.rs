@@ -15,6 +15,7 @@
 //! 6. Stop the capture, write `run.json` and move the record into place.
 //! 7. Undo everything in reverse, also on Ctrl-C, SIGTERM or a panic.
 
+mod hostload;
 mod oomwork;
 mod prepare;
 mod setup;
@@ -775,6 +776,7 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
     });
     // CPU already used in the group (the calibration write) is not the run's.
     let cpu0 = sandbox.as_ref().and_then(|s| s.cpu_times());
+    let host0 = hostload::read();
     let stat0 = sandbox
         .as_ref()
         .map(|s| s.memory_stat())
@@ -925,6 +927,7 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
 
     // 6. Stop capture.
     let end_ns = sys::mono_ns();
+    let host1 = hostload::read();
     let mut lost = 0;
     if let Some(inst) = &res.instance {
         let _ = inst.stop();
@@ -1005,6 +1008,14 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
                 .iter()
                 .fold((0.0, 0.0), |(u, s), t| (u + t.user_s, s + t.system_s))
         });
+    match (host0, host1) {
+        (Some(a), Some(b)) => notes.push(hostload::note(
+            a,
+            b,
+            cg_user + cg_sys + tv(ru.ru_utime) + tv(ru.ru_stime),
+        )),
+        _ => notes.push("host CPU during the run: /proc/stat not readable".into()),
+    }
     let mut writer = Arc::try_unwrap(writer)
         .map_err(|_| HostError::new("internal: the record writer is still shared"))?
         .into_inner()
