@@ -39,6 +39,8 @@ pub(super) fn cgroup_notes(
         "pgdeactivate",
         "workingset_refault_anon",
         "workingset_refault_file",
+        "workingset_activate_anon",
+        "workingset_activate_file",
     ];
     let parts: Vec<String> = keys
         .iter()
@@ -50,6 +52,25 @@ pub(super) fn cgroup_notes(
             sb.dir.display(),
             parts.join(", ")
         ));
+    }
+    // The LRU lists at the end, as the simulator's vmstat gauges show them
+    // (which lists a workload's pages ended on: the hogs' anon pages active
+    // or not says whether reclaim protected them).
+    let lru: Vec<String> = [
+        "inactive_anon",
+        "active_anon",
+        "inactive_file",
+        "active_file",
+        "unevictable",
+    ]
+    .iter()
+    .filter_map(|k| {
+        let v = stat1.iter().find(|(n, _)| n == k)?.1;
+        Some(format!("{k} {}", human_bytes(v)))
+    })
+    .collect();
+    if !lru.is_empty() {
+        notes.push(format!("cgroup LRU lists at the end: {}", lru.join(", ")));
     }
     if let Some(p) = sb.peak_bytes() {
         notes.push(format!("cgroup peak memory usage {}", human_bytes(p)));
