@@ -26,6 +26,15 @@
 use super::Bdi;
 use crate::Kernel;
 
+/// The `cgroup_ino` the writeback tracepoints print for a wb of memcg
+/// `m`: 1 for the root, as on a cgroup v2 host, and 1 + the memcg's id
+/// (its creation order) for the others, where the kernel prints the
+/// cgroup directory's kernfs inode number (also in creation order, but
+/// with gaps).
+pub fn cgroup_ino(m: u16) -> u64 {
+    1 + u64::from(m)
+}
+
 /// `RATELIMIT_CALC_SHIFT`: `pos_ratio` is a fraction of `1 << 10`.
 pub const RATELIMIT_CALC_SHIFT: u32 = 10;
 
@@ -221,7 +230,7 @@ pub fn wb_update_dirty_ratelimit(
 impl Kernel {
     /// `trace_bdi_dirty_ratelimit` (include/trace/events/writeback.h),
     /// rates in KB/s; a verbose-trace event.
-    pub(super) fn trace_bdi_dirty_ratelimit(&mut self, d: usize, u: &RatelimitUpdate) {
+    pub(super) fn trace_bdi_dirty_ratelimit(&mut self, d: usize, u: &RatelimitUpdate, ino: u64) {
         if !self.trace_cfg.verbose {
             return;
         }
@@ -237,8 +246,8 @@ impl Kernel {
         crate::trace!(
             self,
             "bdi_dirty_ratelimit",
-            "bdi {}: write_bw={} awrite_bw={} dirty_rate={} dirty_ratelimit={} task_ratelimit={} balanced_dirty_ratelimit={} cgroup_ino=1",
-            bdi, kbps(bw), kbps(avg), kbps(u.dirty_rate), kbps(rate), kbps(u.task_ratelimit), kbps(bal)
+            "bdi {}: write_bw={} awrite_bw={} dirty_rate={} dirty_ratelimit={} task_ratelimit={} balanced_dirty_ratelimit={} cgroup_ino={}",
+            bdi, kbps(bw), kbps(avg), kbps(u.dirty_rate), kbps(rate), kbps(u.task_ratelimit), kbps(bal), ino
         );
     }
 }
