@@ -368,7 +368,12 @@ fn a_v2_cgroups_writer_is_held_to_the_cgroups_own_dirty_limit() {
         peak_dirty(&v2)
     );
     for (name, c) in [("v1", &v1), ("v2 without cgroup writeback", &off)] {
-        assert!(paused(c).is_empty(), "{name}: the writer was throttled: {:?} peak {}", paused(c).first(), peak_dirty(c));
+        assert!(
+            paused(c).is_empty(),
+            "{name}: the writer was throttled: {:?} peak {}",
+            paused(c).first(),
+            peak_dirty(c)
+        );
         assert!(
             peak_dirty(c) > 3 * m_thresh,
             "{name}: only {} pages dirty or under writeback",

@@ -10,10 +10,10 @@
 //! (`write_begin` skips it for full pages), no stable-page waits.
 
 use super::alloc::{alloc_page, Gfp};
+use super::memcontrol::ROOT_MEM_CGROUP;
 use super::page::{pg, PageFlags, Pfn};
 use super::slots::SparseSlots;
 use super::swap::{SHADOW, SLOT_EMPTY};
-use super::memcontrol::ROOT_MEM_CGROUP;
 use super::NodeStat;
 use crate::block::{submit_bio, ReqKind};
 use crate::engine::World;

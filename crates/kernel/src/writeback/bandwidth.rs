@@ -158,7 +158,8 @@ impl Kernel {
                 let dom = &mut self.memcgs[m as usize].cgwb_domain;
                 dom.domain_update_dirty_limit(mdtc, now, interval);
                 let dom = *dom;
-                let u = wb_update_dirty_ratelimit(&dom, &mut self.bdis[d], mdtc, dirtied, elapsed, hz);
+                let u =
+                    wb_update_dirty_ratelimit(&dom, &mut self.bdis[d], mdtc, dirtied, elapsed, hz);
                 self.trace_bdi_dirty_ratelimit(d, &u, cgroup_ino(m));
             }
         }

@@ -459,7 +459,15 @@ impl BdpTrace {
     /// `wb_thresh / (thresh + 1)` (the estimate prints its own limit and
     /// setpoint); rates in KB/s; `paused`, `pause`, `period` and `think` in
     /// ms (`x * 1000 / HZ`), `think` from the task's virtual pause end.
-    fn emit(&self, k: &mut Kernel, d: usize, dirtied: u64, period: i64, pause: i64, start_time: u64) {
+    fn emit(
+        &self,
+        k: &mut Kernel,
+        d: usize,
+        dirtied: u64,
+        period: i64,
+        pause: i64,
+        start_time: u64,
+    ) {
         let hz = k.params.hz as i64;
         let jiffies = k.jiffies() as i64;
         let ms = |j: i64| j * 1000 / hz;

@@ -3,12 +3,17 @@
 //! of writeback (`folio_end_writeback`).
 //!
 //! Follows fs/fs-writeback.c and mm/page-writeback.c (5.15/6.1).
-//! Simplifications: one `bdi_writeback` per device (no cgroup writeback);
-//! the flusher writes inodes in dirtied order, `writeback_chunk_size` per
+//! Simplifications: one `bdi_writeback` per device, which also stands for
+//! the memcg wbs of cgroup writeback: an inode belongs to the memcg of its
+//! first dirtier (cgroup v2), background writeback driven by a memcg's
+//! dirty domain writes only that memcg's inodes (`wb_over_bg_thresh`),
+//! but the bandwidth, rate and `dirty_exceeded` state is the device's; the
+//! flusher writes inodes in dirtied order, `writeback_chunk_size` per
 //! inode per round, resuming at `writeback_index`; `balance_dirty_pages`
-//! (`dirty`) throttles in the global domain only, with the kernel's
-//! position and rate controls (`position`) or, by default for now, a
-//! simpler estimate (see `writeback.kernel_controls`).
+//! (`dirty`) throttles in the global domain and, for a cgroup v2 writer,
+//! its memcg's domain, with the kernel's position and rate controls
+//! (`position`) or, by default for now, a simpler estimate (see
+//! `writeback.kernel_controls`).
 
 mod bandwidth;
 mod dirty;

@@ -17,11 +17,13 @@
 //! All arithmetic is the kernel's fixed point (`RATELIMIT_CALC_SHIFT`),
 //! with its unsigned wrap-around where the C code has it.
 //!
-//! Simplified: only the global domain (no memcg domains) and no
-//! `BDI_CAP_STRICTLIMIT`; `wb_thresh` (`__wb_calc_thresh`, the wb's share
-//! of the domain's recent writeout completions) is the whole threshold
-//! once the wb completed any writeback, as it is for the one device that
-//! holds every file in these machines, and 0 before.
+//! The same lines serve a memcg's dirty domain (`memcg->cgwb_domain`, its
+//! own lagging `dirty_limit`), whose position `balance_dirty_pages` takes
+//! when it is the lower (see `dirty`).
+//! Simplified: no `BDI_CAP_STRICTLIMIT`; `wb_thresh` (`__wb_calc_thresh`,
+//! the wb's share of the domain's recent writeout completions) is the
+//! whole threshold once the wb completed any writeback, as it is for the
+//! one device that holds every file in these machines, and 0 before.
 
 use super::Bdi;
 use crate::Kernel;
@@ -38,7 +40,7 @@ pub fn cgroup_ino(m: u16) -> u64 {
 /// `RATELIMIT_CALC_SHIFT`: `pos_ratio` is a fraction of `1 << 10`.
 pub const RATELIMIT_CALC_SHIFT: u32 = 10;
 
-/// `struct dirty_throttle_control` for the global domain.
+/// `struct dirty_throttle_control` for one domain (global or memcg).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Dtc {
     /// `thresh`: the dirty threshold (`vm.dirty_ratio` of dirtyable memory).
@@ -55,7 +57,7 @@ pub struct Dtc {
     pub pos_ratio: u64,
 }
 
-/// `struct wb_domain` (the global one): the hard dirty limit.
+/// `struct wb_domain` (the global one, or a memcg's): the hard dirty limit.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct WbDomain {
     /// `dirty_limit`, in pages: at least the dirty pages, lagging a
