@@ -102,6 +102,8 @@ impl Kernel {
         let (mut iso, mut wb, mut dirty, mut swc) = ([0i64; 2], 0i64, 0i64, 0i64);
         let mut file_wb = vec![0u64; self.bdis.len()];
         let mut per_file_wb = vec![0u64; self.files.len()];
+        // Per memcg: (file pages dirty, pages under writeback).
+        let mut per_memcg = vec![(0u64, 0u64); self.memcgs.len()];
         for (pfn, p) in self.frames.pages.iter().enumerate() {
             if p.test(pg::ISOLATED) {
                 if p.test(pg::LRU | pg::BUDDY) {
@@ -121,9 +123,11 @@ impl Kernel {
             }
             if p.test(pg::WRITEBACK) {
                 wb += 1;
+                per_memcg[p.memcg as usize].1 += 1;
             }
             if p.test(pg::FILE) && p.test(pg::DIRTY) {
                 dirty += 1;
+                per_memcg[p.memcg as usize].0 += 1;
             }
             if p.test(pg::FILE) && p.test(pg::SWAPBACKED) {
                 return Err(format!("pfn {pfn} is both file and swap-backed"));
@@ -161,6 +165,14 @@ impl Kernel {
                 return Err(format!(
                     "file {f}: {} pages counted under writeback, {} flagged",
                     file.nr_writeback, per_file_wb[f]
+                ));
+            }
+        }
+        for (m, c) in self.memcgs.iter().enumerate().skip(1) {
+            if (c.nr_file_dirty, c.nr_writeback) != per_memcg[m] {
+                return Err(format!(
+                    "memcg {m}: counted {} dirty and {} under writeback, flagged {} and {}",
+                    c.nr_file_dirty, c.nr_writeback, per_memcg[m].0, per_memcg[m].1
                 ));
             }
         }

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{machine, sim, Collect};
+use common::{field, machine, sim, Collect};
 use reclaimlab_workload::sim::RunSummary;
 
 /// 1 GiB, one fast disk, no swap: only the cgroups' limits make reclaim run.
@@ -216,6 +216,14 @@ fn cgroup_v1_limit_reclaim_waits_on_writeback() {
 /// v4.17 the flag is the congester's own and the victim does not sleep.
 /// With v4.16's per-batch flags turned off (`policy.congestion_flags=
 /// per_pass`), the victim does not sleep either: the leak is the cause.
+///
+/// The leak needs the congester's cgroup full of dirty pages, which it is
+/// only without cgroup writeback (`memcg.cgroup_writeback=0`: the io
+/// controller not on the v2 hierarchy, or a filesystem without
+/// `SB_I_CGROUPWB`, such as XFS before 5.3). With it, the congester's
+/// writers are held to the cgroup's own dirty limit, its limit reclaim
+/// meets only clean pages at the LRU tail, never sets PGDAT_CONGESTED, and
+/// the v4.16 victim does not sleep either (docs/memcg.md, seed 003).
 #[test]
 fn seed_003_memcg_congestion_leaks_only_before_4_17() {
     let m = reclaimlab_kernel::machine::Machine::load("hdd-pair-2018").unwrap();
@@ -243,18 +251,29 @@ fn seed_003_memcg_congestion_leaks_only_before_4_17() {
             .map_or(f64::INFINITY, |l| l.3);
         (slept as f64, elapsed_us)
     };
-    let (c16, s16) = sim(&m, "v4.16", &spec, 1, &[]);
-    let (c17, s17) = sim(&m, "v4.17", &spec, 1, &[]);
+    let no_cgwb = ("memcg.cgroup_writeback", "0");
+    let (c16, s16) = sim(&m, "v4.16", &spec, 1, &[no_cgwb]);
+    let (c17, s17) = sim(&m, "v4.17", &spec, 1, &[no_cgwb]);
     let (off, soff) = sim(
         &m,
         "v4.16",
         &spec,
         1,
-        &[("policy.congestion_flags", "per_pass")],
+        &[no_cgwb, ("policy.congestion_flags", "per_pass")],
     );
+    let (cgwb, scgwb) = sim(&m, "v4.16", &spec, 1, &[]);
     let (slept16, el16) = victim(&c16, &s16);
     let (slept17, el17) = victim(&c17, &s17);
     let (slept_off, _) = victim(&off, &soff);
+    let (slept_cgwb, el_cgwb) = victim(&cgwb, &scgwb);
+    assert_eq!(
+        slept_cgwb, 0.0,
+        "v4.16 with cgroup writeback: the victim slept in wait_iff_congested"
+    );
+    assert!(
+        el_cgwb <= el17 * 1.01,
+        "elapsed v4.16 with cgroup writeback {el_cgwb} us, v4.17 {el17} us"
+    );
     assert!(el17.is_finite(), "the victim did not finish under v4.17");
     assert!(
         slept16 > 0.3 * el16.min(s16.elapsed_s * 1e6),
@@ -266,4 +285,99 @@ fn seed_003_memcg_congestion_leaks_only_before_4_17() {
         el16 > 2.0 * el17,
         "elapsed v4.16 {el16} us, v4.17 {el17} us"
     );
+}
+
+/// 1 GiB, one slow disk (20 MB/s), no swap: a writer outpaces the disk.
+const SLOW: &str = "name='slow'\ncpus=2\nmemory_mib=1024\nswap_mib=0\n[[devices]]\nname='sda'\nwrite_mb_s=20\nread_mb_s=100\nlatency_us=100\nseek_us=50\n";
+
+/// The memcg dirty domain (`mdtc` in 5.15 `balance_dirty_pages`,
+/// `mem_cgroup_wb_stats`, `mdtc_calc_avail`, `wb_over_bg_thresh`): a
+/// writer in a cgroup v2 with `memory.max` 128M is throttled against the
+/// cgroup's own dirty limit, a fifth of what the cgroup may use (about
+/// 6,550 pages), long before the global one (a fifth of the machine's
+/// 1 GiB), so its dirty and writeback pages stay near that limit; the
+/// `balance_dirty_pages` lines that pause it come from its wb's cgroup
+/// (`cgroup_ino=2`) and show the memcg domain's dirty pages. The same
+/// writer in a v1 cgroup (no cgroup writeback: no memcg domain) or with
+/// `memcg.cgroup_writeback=0` is never throttled, and fills its cgroup
+/// with dirty pages.
+#[test]
+fn a_v2_cgroups_writer_is_held_to_the_cgroups_own_dirty_limit() {
+    let spec = |limit_key: &str| {
+        format!(
+            "name='cgwb'\nduration_s=8\n\
+             [[cgroup]]\nname='box'\n{limit_key}='128M'\n\
+             [[worker]]\nkind='file-writer'\nfiles=1\nfile_mib=1024\npattern='sequential'\ncgroup='box'\nin_warmup=false\n"
+        )
+    };
+    let m = machine(SLOW);
+    let peak_dirty = |c: &Collect| {
+        let i = c.names.iter().position(|n| n == "nr_dirty").unwrap();
+        let j = c.names.iter().position(|n| n == "nr_writeback").unwrap();
+        c.rows.iter().map(|r| r[i] + r[j]).max().unwrap()
+    };
+    let paused = |c: &Collect| {
+        c.events("balance_dirty_pages")
+            .into_iter()
+            .filter(|(_, f)| field(f, "pause") > 0)
+            .collect::<Vec<_>>()
+    };
+    let (v2, _) = sim(&m, "v5.15", &spec("memory_max"), 1, &[]);
+    let (v1, _) = sim(
+        &m,
+        "v5.15",
+        &spec("limit_in_bytes"),
+        1,
+        &[("memcg.version", "1")],
+    );
+    let (off, _) = sim(
+        &m,
+        "v5.15",
+        &spec("memory_max"),
+        1,
+        &[("memcg.cgroup_writeback", "0")],
+    );
+    let (ctl, _) = sim(
+        &m,
+        "v5.15",
+        &spec("memory_max"),
+        1,
+        &[("writeback.kernel_controls", "1")],
+    );
+    // The memcg domain's threshold: 20 % of the cgroup's 32,768 pages.
+    let m_thresh = 32_768 * 20 / 100;
+    // With the kernel's position control (wb_position_ratio on the memcg's
+    // cgwb_domain) as with the estimate.
+    assert!(paused(&ctl).len() > 20);
+    assert!(
+        peak_dirty(&ctl) <= m_thresh * 5 / 4,
+        "kernel controls: {} pages dirty or under writeback",
+        peak_dirty(&ctl)
+    );
+    let p2 = paused(&v2);
+    assert!(p2.len() > 20, "v2 writer paused {} times", p2.len());
+    assert!(p2.iter().all(|(_, f)| f.ends_with("cgroup_ino=2")));
+    let max_traced = p2.iter().map(|(_, f)| field(f, "dirty")).max().unwrap();
+    assert!(
+        max_traced <= m_thresh * 11 / 10,
+        "the memcg domain's dirty pages reached {max_traced}"
+    );
+    assert!(
+        peak_dirty(&v2) <= m_thresh * 5 / 4,
+        "v2: {} pages dirty or under writeback, memcg threshold {m_thresh}",
+        peak_dirty(&v2)
+    );
+    for (name, c) in [("v1", &v1), ("v2 without cgroup writeback", &off)] {
+        assert!(
+            paused(c).is_empty(),
+            "{name}: the writer was throttled: {:?} peak {}",
+            paused(c).first(),
+            peak_dirty(c)
+        );
+        assert!(
+            peak_dirty(c) > 3 * m_thresh,
+            "{name}: only {} pages dirty or under writeback",
+            peak_dirty(c)
+        );
+    }
 }

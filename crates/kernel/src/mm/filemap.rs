@@ -10,6 +10,7 @@
 //! (`write_begin` skips it for full pages), no stable-page waits.
 
 use super::alloc::{alloc_page, Gfp};
+use super::memcontrol::ROOT_MEM_CGROUP;
 use super::page::{pg, PageFlags, Pfn};
 use super::slots::SparseSlots;
 use super::swap::{SHADOW, SLOT_EMPTY};
@@ -45,6 +46,11 @@ pub struct File {
     pub writeback_index: u32,
     /// On its bdi's dirty inode list.
     pub on_dirty_list: bool,
+    /// The memcg of the `bdi_writeback` the inode is attached to
+    /// (`inode->i_wb->memcg_css`), fixed at its first dirtying
+    /// (`inode_attach_wb`): the dirtied page's memcg under cgroup v2, the
+    /// root under v1. `None` before. No foreign-inode switching.
+    pub wb_memcg: Option<u16>,
     /// A hole-only (sparse) file: reading a missing page zero-fills it
     /// instead of reading the device.
     pub sparse: bool,
@@ -97,6 +103,7 @@ impl Kernel {
             dirtied_when: None,
             writeback_index: 0,
             on_dirty_list: false,
+            wb_memcg: None,
             sparse: false,
             mapped: Vec::new(),
             young: Vec::new(),
@@ -150,9 +157,20 @@ impl Kernel {
             return false;
         }
         p.set(pg::DIRTY);
-        let (f, i) = (p.owner as usize, p.index as usize);
+        let (f, i, memcg) = (p.owner as usize, p.index as usize, p.memcg);
         self.files[f].dirty_tag[i / 64] |= 1 << (i % 64);
         self.nodes[nid].mod_state(NodeStat::NrFileDirty, 1);
+        if memcg != ROOT_MEM_CGROUP {
+            // The memcg's NR_FILE_DIRTY (__folio_mark_dirty → lruvec stat).
+            self.memcgs[memcg as usize].nr_file_dirty += 1;
+        }
+        if self.files[f].wb_memcg.is_none() {
+            // inode_attach_wb() (5.15 fs/fs-writeback.c): with cgroup
+            // writeback the dirtied page's memcg's wb; without it (cgroup
+            // v1: cgroup_subsys_on_dfl is false) the root's.
+            let cgwb = self.cgroup_writeback();
+            self.files[f].wb_memcg = Some(if cgwb { memcg } else { ROOT_MEM_CGROUP });
+        }
         self.count(Ev::NrDirtied, 1);
         self.current_mut().nr_dirtied += 1;
         let now = self.exec.now();
@@ -176,9 +194,12 @@ impl Kernel {
         let p = self.frames.get_mut(pfn);
         debug_assert!(p.test(pg::DIRTY));
         p.clear(pg::DIRTY);
-        let (f, i) = (p.owner as usize, p.index as usize);
+        let (f, i, memcg) = (p.owner as usize, p.index as usize, p.memcg);
         self.files[f].dirty_tag[i / 64] &= !(1 << (i % 64));
         self.nodes[nid].mod_state(NodeStat::NrFileDirty, -1);
+        if memcg != ROOT_MEM_CGROUP {
+            self.memcgs[memcg as usize].nr_file_dirty -= 1;
+        }
         let file = &mut self.files[f];
         file.nr_dirty -= 1;
         if file.nr_dirty == 0 {
@@ -261,7 +282,7 @@ pub async fn file_write(w: &World, f: u32, index: u32, n: u32) -> FileOp {
         let done = w.k().file_write_run(f, i, end);
         if done > i {
             i = done;
-            crate::writeback::balance_dirty_pages_ratelimited(w).await;
+            crate::writeback::balance_dirty_pages_ratelimited(w, f).await;
             maybe_pay_cpu(w).await;
             continue;
         }
@@ -285,7 +306,7 @@ pub async fn file_write(w: &World, f: u32, index: u32, n: u32) -> FileOp {
             };
             k.write_page(pfn);
         }
-        crate::writeback::balance_dirty_pages_ratelimited(w).await;
+        crate::writeback::balance_dirty_pages_ratelimited(w, f).await;
         maybe_pay_cpu(w).await;
         i += 1;
     }
@@ -327,7 +348,7 @@ impl Kernel {
             };
             self.write_page(pfn);
             i += 1;
-            if self.bdp_due() || self.cpu_debt() >= DEBT_FLUSH_NS {
+            if self.bdp_due(self.bdp_wb(f).0) || self.cpu_debt() >= DEBT_FLUSH_NS {
                 break;
             }
         }

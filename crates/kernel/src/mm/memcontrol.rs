@@ -31,7 +31,8 @@
 
 use crate::engine::World;
 use crate::mm::alloc::Gfp;
-use crate::mm::page::Pfn;
+use crate::mm::page::{Lru, Pfn};
+use crate::writeback::WbDomain;
 use crate::Kernel;
 
 /// Id of the root memory cgroup.
@@ -148,6 +149,12 @@ pub struct MemCgroup {
     pub high_delay_ns: u64,
     /// This memcg and its descendants, pre-order (`mem_cgroup_iter` order).
     pub subtree: Vec<u16>,
+    /// Its own (not hierarchical) `NR_FILE_DIRTY` pages.
+    pub nr_file_dirty: u64,
+    /// Its own `NR_WRITEBACK` pages.
+    pub nr_writeback: u64,
+    /// `memcg->cgwb_domain`: the memcg dirty domain's hard limit (cgroup v2).
+    pub cgwb_domain: WbDomain,
 }
 
 impl MemCgroup {
@@ -165,6 +172,9 @@ impl MemCgroup {
             vm: [0; 9],
             high_delay_ns: 0,
             subtree: Vec::new(),
+            nr_file_dirty: 0,
+            nr_writeback: 0,
+            cgwb_domain: WbDomain::default(),
         }
     }
 
@@ -304,6 +314,49 @@ impl Kernel {
     pub fn mem_cgroup_margin(&self, memcg: u16) -> u64 {
         let m = &self.memcgs[memcg as usize];
         m.max.saturating_sub(m.usage)
+    }
+
+    /// `mem_cgroup_wb_domain` (5.15 mm/memcontrol.c; the same in 4.16 and
+    /// 6.1): the dirty domain of a wb whose memcg is `memcg`, if it has
+    /// one: only with cgroup writeback, which needs cgroup v2
+    /// (`cgroup_subsys_on_dfl`: on v1 every wb is the root's) and
+    /// `memcg.cgroup_writeback`, and never for the root.
+    pub fn mem_cgroup_has_wb_domain(&self, memcg: u16) -> bool {
+        self.cgroup_writeback() && !Self::mem_cgroup_is_root(memcg)
+    }
+
+    /// `inode_cgwb_enabled`: cgroup writeback is on (cgroup v2 and
+    /// `memcg.cgroup_writeback`).
+    pub fn cgroup_writeback(&self) -> bool {
+        self.params.memcg_version == 2 && self.params.memcg_cgroup_writeback != 0
+    }
+
+    /// `mem_cgroup_wb_stats` (5.15 = 6.1 mm/memcontrol.c): `memcg`'s file
+    /// LRU pages, its headroom (the least of `min(max, high) - usage` over
+    /// it and its ancestors below the root), dirty and writeback pages,
+    /// as `(filepages, headroom, dirty, writeback)`. The page counts are
+    /// hierarchical, as 5.15's rstat `memcg_page_state` is (4.16's counted
+    /// the memcg's own pages only: the same without nested cgroups).
+    pub fn mem_cgroup_wb_stats(&self, memcg: u16) -> (u64, u64, u64, u64) {
+        let (mut filepages, mut dirty, mut writeback) = (0, 0, 0);
+        for &m in &self.memcgs[memcg as usize].subtree {
+            let c = &self.memcgs[m as usize];
+            dirty += c.nr_file_dirty;
+            writeback += c.nr_writeback;
+            for n in &self.nodes {
+                let lv = &n.lruvecs[m as usize];
+                filepages += lv.size(Lru::InactiveFile) + lv.size(Lru::ActiveFile);
+            }
+        }
+        let mut headroom = PAGE_COUNTER_MAX;
+        let mut c = memcg;
+        while let Some(parent) = self.memcgs[c as usize].parent {
+            let m = &self.memcgs[c as usize];
+            let ceiling = m.max.min(m.high);
+            headroom = headroom.min(ceiling.saturating_sub(m.usage));
+            c = parent;
+        }
+        (filepages, headroom, dirty, writeback)
     }
 
     /// `memcg_memory_event`: counts `ev` on `memcg` and its ancestors (v2

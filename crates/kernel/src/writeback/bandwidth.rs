@@ -19,7 +19,7 @@
 
 use std::rc::Rc;
 
-use super::position::{wb_update_dirty_ratelimit, Dtc};
+use super::position::{cgroup_ino, wb_update_dirty_ratelimit, Dtc};
 use super::Bdi;
 use crate::engine::World;
 use crate::Kernel;
@@ -97,9 +97,21 @@ impl Kernel {
     /// `__wb_update_bandwidth`; from `balance_dirty_pages` (`dtc` given,
     /// its `pos_ratio` computed) with the dirty limit and rate updates.
     pub(super) fn wb_maybe_update_bandwidth(&mut self, d: usize, dtc: Option<&Dtc>) {
+        self.wb_maybe_update_bandwidth_m(d, dtc, None);
+    }
+
+    /// The same with a memcg domain (`mdtc`, of memcg `m`), whose dirty
+    /// limit and rate are updated after the global domain's, as 5.15's
+    /// `__wb_update_bandwidth(gdtc, mdtc, true)` does.
+    pub(super) fn wb_maybe_update_bandwidth_m(
+        &mut self,
+        d: usize,
+        dtc: Option<&Dtc>,
+        mdtc: Option<(u16, &Dtc)>,
+    ) {
         let now = self.jiffies();
         if now > self.bdis[d].bw_time_stamp + self.bandwidth_interval() {
-            self.wb_update_bandwidth(d, now, dtc);
+            self.wb_update_bandwidth(d, now, dtc, mdtc);
         }
     }
 
@@ -118,7 +130,13 @@ impl Kernel {
     /// `__wb_update_bandwidth`: with `update_ratelimit` (a `dtc` from
     /// `balance_dirty_pages`) first `domain_update_dirty_limit` and
     /// `wb_update_dirty_ratelimit`, then the bandwidth estimate.
-    fn wb_update_bandwidth(&mut self, d: usize, now: u64, dtc: Option<&Dtc>) {
+    fn wb_update_bandwidth(
+        &mut self,
+        d: usize,
+        now: u64,
+        dtc: Option<&Dtc>,
+        mdtc: Option<(u16, &Dtc)>,
+    ) {
         let hz = self.params.hz;
         let interval = self.bandwidth_interval();
         let elapsed = now.saturating_sub(self.bdis[d].bw_time_stamp).max(1);
@@ -133,7 +151,17 @@ impl Kernel {
                 elapsed,
                 hz,
             );
-            self.trace_bdi_dirty_ratelimit(d, &u);
+            // The wb's cgroup (the memcg's wb when it has a domain).
+            let ino = mdtc.map_or(1, |(m, _)| cgroup_ino(m));
+            self.trace_bdi_dirty_ratelimit(d, &u, ino);
+            if let Some((m, mdtc)) = mdtc {
+                let dom = &mut self.memcgs[m as usize].cgwb_domain;
+                dom.domain_update_dirty_limit(mdtc, now, interval);
+                let dom = *dom;
+                let u =
+                    wb_update_dirty_ratelimit(&dom, &mut self.bdis[d], mdtc, dirtied, elapsed, hz);
+                self.trace_bdi_dirty_ratelimit(d, &u, cgroup_ino(m));
+            }
         }
         let b = &mut self.bdis[d];
         b.update_write_bandwidth(elapsed, hz);
@@ -173,7 +201,7 @@ pub async fn bw_dwork(w: Rc<World>, d: usize) {
                 let mut k = w.k();
                 k.bdis[d].bw_dwork_at = None;
                 let now = k.jiffies();
-                k.wb_update_bandwidth(d, now, None);
+                k.wb_update_bandwidth(d, now, None, None);
             }
             None => {
                 w.block(None).await;

@@ -3,12 +3,17 @@
 //! of writeback (`folio_end_writeback`).
 //!
 //! Follows fs/fs-writeback.c and mm/page-writeback.c (5.15/6.1).
-//! Simplifications: one `bdi_writeback` per device (no cgroup writeback);
-//! the flusher writes inodes in dirtied order, `writeback_chunk_size` per
+//! Simplifications: one `bdi_writeback` per device, which also stands for
+//! the memcg wbs of cgroup writeback: an inode belongs to the memcg of its
+//! first dirtier (cgroup v2), background writeback driven by a memcg's
+//! dirty domain writes only that memcg's inodes (`wb_over_bg_thresh`),
+//! but the bandwidth, rate and `dirty_exceeded` state is the device's; the
+//! flusher writes inodes in dirtied order, `writeback_chunk_size` per
 //! inode per round, resuming at `writeback_index`; `balance_dirty_pages`
-//! (`dirty`) throttles in the global domain only, with the kernel's
-//! position and rate controls (`position`) or, by default for now, a
-//! simpler estimate (see `writeback.kernel_controls`).
+//! (`dirty`) throttles in the global domain and, for a cgroup v2 writer,
+//! its memcg's domain, with the kernel's position and rate controls
+//! (`position`) or, by default for now, a simpler estimate (see
+//! `writeback.kernel_controls`).
 
 mod bandwidth;
 mod dirty;
@@ -24,6 +29,7 @@ use std::rc::Rc;
 use crate::block::{submit_bio, ReqKind};
 use crate::engine::{TaskId, WaitQueue, World};
 use crate::mm::anon::ORPHAN;
+use crate::mm::memcontrol::ROOT_MEM_CGROUP;
 use crate::mm::page::{pg, Lru, Pfn};
 use crate::mm::{NodeStat, WMARK_HIGH};
 use crate::sched::run_on_cpu;
@@ -89,19 +95,61 @@ impl Kernel {
     /// `global_dirty_limits` → (thresh, bg_thresh) in pages, from
     /// `global_dirtyable_memory` = free + file LRU − high watermarks.
     pub fn dirty_thresholds(&self) -> (u64, u64) {
+        self.domain_dirty_limits(self.global_dirtyable_memory())
+    }
+
+    /// `global_dirtyable_memory` (simplified): free + file LRU − high
+    /// watermarks, at least 1.
+    pub(crate) fn global_dirtyable_memory(&self) -> u64 {
         let mut avail: i64 = 0;
         for n in &self.nodes {
             avail += n.nr_free() as i64
                 + (n.lru_pages(Lru::InactiveFile) + n.lru_pages(Lru::ActiveFile)) as i64;
             avail -= n.wmark[WMARK_HIGH] as i64;
         }
-        let avail = avail.max(1) as u64;
+        avail.max(1) as u64
+    }
+
+    /// `domain_dirty_limits` → (thresh, bg_thresh): the dirty and background
+    /// ratios of a domain's available memory, the global one or a memcg's
+    /// (no `vm.dirty_bytes` here, so the memcg domain's conversion of bytes
+    /// to ratios does not arise; no real-time boost).
+    pub(crate) fn domain_dirty_limits(&self, avail: u64) -> (u64, u64) {
         let thresh = self.params.dirty_ratio * avail / 100;
         let mut bg = self.params.dirty_background_ratio * avail / 100;
         if bg >= thresh {
             bg = thresh / 2;
         }
         (thresh, bg)
+    }
+
+    /// The memcg dirty domain of a wb whose memcg is `memcg`
+    /// (`balance_dirty_pages`' `mdtc`, 5.15 mm/page-writeback.c, the same
+    /// in 4.16 and 6.1), or `None` where there is none (the root, or
+    /// cgroup v1: `mdtc_valid`). `gavail` and `gdirty` are the global
+    /// domain's available and dirty pages; `with_writeback` counts the
+    /// memcg's pages under writeback as dirty (`balance_dirty_pages`; not
+    /// `wb_over_bg_thresh`). Returns (thresh, bg_thresh, dirty, the
+    /// memcg's own dirty + writeback pages: the memcg wb's `wb_dirty`).
+    pub(crate) fn memcg_dirty_domain(
+        &self,
+        memcg: u16,
+        gavail: u64,
+        gdirty: u64,
+        with_writeback: bool,
+    ) -> Option<(u64, u64, u64, u64)> {
+        if !self.mem_cgroup_has_wb_domain(memcg) {
+            return None;
+        }
+        let (filepages, headroom, mut dirty, writeback) = self.mem_cgroup_wb_stats(memcg);
+        if with_writeback {
+            dirty += writeback;
+        }
+        let avail = mdtc_calc_avail(filepages, headroom, dirty, gavail, gdirty);
+        let (thresh, bg_thresh) = self.domain_dirty_limits(avail);
+        let m = &self.memcgs[memcg as usize];
+        let own = m.nr_file_dirty + if with_writeback { m.nr_writeback } else { 0 };
+        Some((thresh, bg_thresh, dirty, own))
     }
 
     /// `global_node_page_state(NR_FILE_DIRTY)`.
@@ -136,8 +184,12 @@ impl Kernel {
         let nid = self.frames.nid(pfn);
         let p = self.frames.get_mut(pfn);
         p.set(pg::WRITEBACK);
-        let (file, owner) = (p.test(pg::FILE), p.owner as usize);
+        let (file, owner, memcg) = (p.test(pg::FILE), p.owner as usize, p.memcg);
         self.nodes[nid].mod_state(NodeStat::NrWriteback, 1);
+        if memcg != ROOT_MEM_CGROUP {
+            // The memcg's NR_WRITEBACK (anon pages to swap included).
+            self.memcgs[memcg as usize].nr_writeback += 1;
+        }
         if file {
             self.files[owner].nr_writeback += 1;
             let d = self.files[owner].dev;
@@ -158,7 +210,11 @@ impl Kernel {
         let p = self.frames.get_mut(pfn);
         debug_assert!(p.test(pg::WRITEBACK));
         p.clear(pg::WRITEBACK);
+        let memcg = p.memcg;
         self.nodes[nid].mod_state(NodeStat::NrWriteback, -1);
+        if memcg != ROOT_MEM_CGROUP {
+            self.memcgs[memcg as usize].nr_writeback -= 1;
+        }
         if self.nodes[nid].writeback_wait.active() {
             let mut wq = std::mem::take(&mut self.nodes[nid].writeback_wait);
             self.exec.wake_up_all(&mut wq);
@@ -202,15 +258,26 @@ impl Kernel {
         d: usize,
         budget: u64,
         older_than: Option<u64>,
+        memcg: Option<u16>,
     ) -> Option<Vec<(Vec<Pfn>, u64)>> {
-        let &f = self.bdis[d].b_dirty.front()?;
+        // One wb per device stands for the device's cgroup wbs: a memcg's
+        // background work takes the oldest of that memcg's inodes, which
+        // heads its own wb's b_dirty in the kernel.
+        let at = match memcg {
+            None => 0,
+            Some(m) => self.bdis[d]
+                .b_dirty
+                .iter()
+                .position(|&f| self.files[f as usize].wb_memcg == Some(m))?,
+        };
+        let f = self.bdis[d].b_dirty[at];
         let file = &self.files[f as usize];
         if let (Some(limit), Some(when)) = (older_than, file.dirtied_when) {
             if when > limit {
                 return None;
             }
         }
-        self.bdis[d].b_dirty.pop_front();
+        self.bdis[d].b_dirty.remove(at);
         let start = file.writeback_index % file.size.max(1);
         let (reqs, _, idx) = self.write_cache_pages(f, start, budget);
         let file = &mut self.files[f as usize];
@@ -296,11 +363,54 @@ impl Kernel {
         (pages + MIN_WRITEBACK_PAGES) / MIN_WRITEBACK_PAGES * MIN_WRITEBACK_PAGES
     }
 
-    /// `wb_over_bg_thresh`
-    fn over_bg_thresh(&self) -> bool {
-        let (_, bg) = self.dirty_thresholds();
-        self.nr_dirty() > bg
+    /// `wb_over_bg_thresh` (5.15 mm/page-writeback.c; 4.16 and 6.1 the
+    /// same) for the wbs of device `d`: `Some(None)` when the global domain
+    /// is over its background threshold (any inode may be written),
+    /// `Some(Some(m))` when only the dirty domain of memcg `m`, whose wb has
+    /// dirty inodes on `d`, is over its own (dirty pages only, as the
+    /// kernel's check ignores writeback) so that its inodes are written,
+    /// `None` when no wb of `d` needs background writeback. Simplified: the
+    /// wb's share of a threshold (`wb_calc_thresh`) is not checked, as
+    /// before for the global domain; the first memcg in id order wins.
+    fn wb_over_bg_thresh(&self, d: usize) -> Option<Option<u16>> {
+        let gavail = self.global_dirtyable_memory();
+        let (_, bg) = self.domain_dirty_limits(gavail);
+        let gdirty = self.nr_dirty();
+        if gdirty > bg {
+            return Some(None);
+        }
+        if self.memcgs.len() < 2 || !self.cgroup_writeback() {
+            return None;
+        }
+        for m in 1..self.memcgs.len() as u16 {
+            if self.memcgs[m as usize].nr_file_dirty == 0 {
+                continue;
+            }
+            let Some((_, m_bg, m_dirty, _)) = self.memcg_dirty_domain(m, gavail, gdirty, false)
+            else {
+                continue;
+            };
+            if m_dirty > m_bg
+                && self.bdis[d]
+                    .b_dirty
+                    .iter()
+                    .any(|&f| self.files[f as usize].wb_memcg == Some(m))
+            {
+                return Some(Some(m));
+            }
+        }
+        None
     }
+}
+
+/// `mdtc_calc_avail` (5.15 mm/page-writeback.c, as in 4.16 and 6.1): a
+/// memcg domain may use its file pages plus what it may still grow by,
+/// its headroom, but no more than the clean memory outside it.
+fn mdtc_calc_avail(filepages: u64, headroom: u64, m_dirty: u64, gavail: u64, gdirty: u64) -> u64 {
+    let clean = filepages - filepages.min(m_dirty);
+    let global_clean = gavail - gavail.min(gdirty);
+    let other_clean = global_clean - global_clean.min(clean);
+    filepages + headroom.min(other_clean)
 }
 
 /// The flusher of device `d` (`wb_workfn`).
@@ -338,7 +448,7 @@ pub async fn flusher(w: Rc<World>, d: usize) {
             } else if k.bdis[d].start_all {
                 k.bdis[d].start_all = false;
                 Some((nr_dirty_pages(&k), None, false))
-            } else if k.over_bg_thresh() {
+            } else if k.wb_over_bg_thresh(d).is_some() {
                 Some((u64::MAX, None, true))
             } else if interval > 0 && now >= k.bdis[d].last_old_flush + interval {
                 k.bdis[d].last_old_flush = now;
@@ -359,10 +469,18 @@ pub async fn flusher(w: Rc<World>, d: usize) {
                 loop {
                     let got = {
                         let mut k = w.k();
+                        // Background work writes the inodes of the domain
+                        // over its threshold: all for the global domain, a
+                        // memcg's own for its domain.
+                        let memcg = if background {
+                            k.wb_over_bg_thresh(d).flatten()
+                        } else {
+                            None
+                        };
                         // do_writepages() (5.15) brackets each inode's write.
                         k.wb_bandwidth_estimate_start(d);
                         let chunk = k.writeback_chunk_size(d);
-                        k.writeback_one_inode(d, left.min(chunk), older_than)
+                        k.writeback_one_inode(d, left.min(chunk), older_than, memcg)
                     };
                     let Some(reqs) = got else { break };
                     if reqs.is_empty() {
@@ -386,7 +504,7 @@ pub async fn flusher(w: Rc<World>, d: usize) {
                         let k = w.k();
                         left == 0
                             || k.bdis[d].b_dirty.is_empty()
-                            || (background && !k.over_bg_thresh())
+                            || (background && k.wb_over_bg_thresh(d).is_none())
                             || k.bdis[d].start_all
                     };
                     if stop {

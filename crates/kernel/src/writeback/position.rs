@@ -17,19 +17,30 @@
 //! All arithmetic is the kernel's fixed point (`RATELIMIT_CALC_SHIFT`),
 //! with its unsigned wrap-around where the C code has it.
 //!
-//! Simplified: only the global domain (no memcg domains) and no
-//! `BDI_CAP_STRICTLIMIT`; `wb_thresh` (`__wb_calc_thresh`, the wb's share
-//! of the domain's recent writeout completions) is the whole threshold
-//! once the wb completed any writeback, as it is for the one device that
-//! holds every file in these machines, and 0 before.
+//! The same lines serve a memcg's dirty domain (`memcg->cgwb_domain`, its
+//! own lagging `dirty_limit`), whose position `balance_dirty_pages` takes
+//! when it is the lower (see `dirty`).
+//! Simplified: no `BDI_CAP_STRICTLIMIT`; `wb_thresh` (`__wb_calc_thresh`,
+//! the wb's share of the domain's recent writeout completions) is the
+//! whole threshold once the wb completed any writeback, as it is for the
+//! one device that holds every file in these machines, and 0 before.
 
 use super::Bdi;
 use crate::Kernel;
 
+/// The `cgroup_ino` the writeback tracepoints print for a wb of memcg
+/// `m`: 1 for the root, as on a cgroup v2 host, and 1 + the memcg's id
+/// (its creation order) for the others, where the kernel prints the
+/// cgroup directory's kernfs inode number (also in creation order, but
+/// with gaps).
+pub fn cgroup_ino(m: u16) -> u64 {
+    1 + u64::from(m)
+}
+
 /// `RATELIMIT_CALC_SHIFT`: `pos_ratio` is a fraction of `1 << 10`.
 pub const RATELIMIT_CALC_SHIFT: u32 = 10;
 
-/// `struct dirty_throttle_control` for the global domain.
+/// `struct dirty_throttle_control` for one domain (global or memcg).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Dtc {
     /// `thresh`: the dirty threshold (`vm.dirty_ratio` of dirtyable memory).
@@ -46,7 +57,7 @@ pub struct Dtc {
     pub pos_ratio: u64,
 }
 
-/// `struct wb_domain` (the global one): the hard dirty limit.
+/// `struct wb_domain` (the global one, or a memcg's): the hard dirty limit.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct WbDomain {
     /// `dirty_limit`, in pages: at least the dirty pages, lagging a
@@ -221,7 +232,7 @@ pub fn wb_update_dirty_ratelimit(
 impl Kernel {
     /// `trace_bdi_dirty_ratelimit` (include/trace/events/writeback.h),
     /// rates in KB/s; a verbose-trace event.
-    pub(super) fn trace_bdi_dirty_ratelimit(&mut self, d: usize, u: &RatelimitUpdate) {
+    pub(super) fn trace_bdi_dirty_ratelimit(&mut self, d: usize, u: &RatelimitUpdate, ino: u64) {
         if !self.trace_cfg.verbose {
             return;
         }
@@ -237,8 +248,8 @@ impl Kernel {
         crate::trace!(
             self,
             "bdi_dirty_ratelimit",
-            "bdi {}: write_bw={} awrite_bw={} dirty_rate={} dirty_ratelimit={} task_ratelimit={} balanced_dirty_ratelimit={} cgroup_ino=1",
-            bdi, kbps(bw), kbps(avg), kbps(u.dirty_rate), kbps(rate), kbps(u.task_ratelimit), kbps(bal)
+            "bdi {}: write_bw={} awrite_bw={} dirty_rate={} dirty_ratelimit={} task_ratelimit={} balanced_dirty_ratelimit={} cgroup_ino={}",
+            bdi, kbps(bw), kbps(avg), kbps(u.dirty_rate), kbps(rate), kbps(u.task_ratelimit), kbps(bal), ino
         );
     }
 }
