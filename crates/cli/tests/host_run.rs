@@ -259,8 +259,9 @@ fn real_run_records_throttling_and_vmstat() {
     );
 
     // CPU: fio's figure holds its job processes' (crates/host/src/children.rs),
-    // so the workers' CPU adds up to the cgroup's; fio's parent alone, as
-    // before, left most of the writer's CPU out.
+    // so the workers' CPU adds up to the cgroup's (both exact: wait4's
+    // rusage, and cgroup v1's split scaled to cpuacct.usage); fio's parent
+    // alone, as before, left 7 of 26 s out (docs/real-runs.md).
     let fio: Vec<_> = meta.tasks.iter().filter(|t| t.comm == "fio").collect();
     assert!(!fio.is_empty(), "tasks: {:?}", meta.tasks);
     assert!(
@@ -278,7 +279,7 @@ fn real_run_records_throttling_and_vmstat() {
         meta.tasks
     );
     assert!(
-        (tasks_cpu - cg_cpu).abs() <= 0.1 * cg_cpu + 0.5,
+        (tasks_cpu - cg_cpu).abs() <= 0.03 * cg_cpu + 0.3,
         "workers {tasks_cpu:.3} s vs cgroup {cg_cpu:.3} s: {:?}",
         meta.tasks
     );
