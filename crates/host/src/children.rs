@@ -183,6 +183,8 @@ mod tests {
         let run = |subreaper: bool| -> TreeCpu {
             assert!(set_subreaper(subreaper));
             assert_eq!(is_subreaper(), subreaper);
+            // Reaped below by reap_tree's wait4, not by Child::wait.
+            #[allow(clippy::zombie_processes)]
             let ch = Command::new("sh")
                 .args(["-c", "sh -c 'while :; do :; done' & sleep 30"])
                 .spawn()
