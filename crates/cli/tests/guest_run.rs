@@ -19,58 +19,57 @@ fn tmp(name: &str) -> PathBuf {
     d
 }
 
+/// Runs `reclaimlab ARGS`, which must exit 2 (bad input: nothing booted or
+/// simulated); its stderr.
+fn exit_2(args: &[&str]) -> String {
+    let out = bin().args(args).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    err
+}
+
+/// A two-second step after a one-second warmup, for `sim stutterp`.
+const SHORT_SIM: [&str; 4] = [
+    "--set",
+    "stutterp.duration_s=2",
+    "--set",
+    "stutterp.warmup_s=1",
+];
+
 #[test]
 fn unknown_kernel_series_exits_2_naming_the_accepted_ones() {
-    let out = bin()
-        .args(["run", "stutterp", "--kernel", "debian:5.4"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = exit_2(&["run", "stutterp", "--kernel", "debian:5.4"]);
     assert!(err.contains("--kernel debian:5.4"), "{err}");
     assert!(err.contains("debian:5.10, debian:6.1"), "{err}");
 }
 
 #[test]
 fn missing_vmlinuz_and_host_only_flags_exit_2() {
-    let out = bin()
-        .args(["run", "stutterp", "--kernel", "/nonexistent/bzImage"])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = exit_2(&["run", "stutterp", "--kernel", "/nonexistent/bzImage"]);
     // Either qemu is missing (checked first) or the kernel path is named.
     assert!(
         err.contains("/nonexistent/bzImage: no such file")
             || err.contains("qemu-system-x86_64 not found"),
         "{err}"
     );
-    let out = bin()
-        .args([
-            "run",
-            "stutterp",
-            "--kernel",
-            "debian:6.1",
-            "--swap-file",
-            "1G",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--swap-file"));
-    let out = bin()
-        .args([
-            "run",
-            "stutterp",
-            "--kernel",
-            "debian:6.1",
-            "--control",
-            "maybe",
-        ])
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--control maybe"));
+    let err = exit_2(&[
+        "run",
+        "stutterp",
+        "--kernel",
+        "debian:6.1",
+        "--swap-file",
+        "1G",
+    ]);
+    assert!(err.contains("--swap-file"), "{err}");
+    let err = exit_2(&[
+        "run",
+        "stutterp",
+        "--kernel",
+        "debian:6.1",
+        "--control",
+        "maybe",
+    ]);
+    assert!(err.contains("--control maybe"), "{err}");
 }
 
 #[test]
@@ -140,13 +139,8 @@ fn real_guest_boot_of_debian_6_1() {
     let s = bin()
         .args(["sim", "stutterp", "--kernel", "v5.16", "--machine"])
         .arg(&rec)
-        .args([
-            "--set",
-            "stutterp.duration_s=2",
-            "--set",
-            "stutterp.warmup_s=1",
-            "--out",
-        ])
+        .args(SHORT_SIM)
+        .arg("--out")
         .arg(&sim_out)
         .output()
         .unwrap();
@@ -176,12 +170,7 @@ fn sim_on_a_guest_machine_scales_the_cpu_costs() {
     let m = "guest:1G,cpus=1,disk=4,memory=512M,cpu-slowdown=20";
     let out = bin()
         .args(["sim", "stutterp", "--kernel", "v5.15", "--machine", m])
-        .args([
-            "--set",
-            "stutterp.duration_s=2",
-            "--set",
-            "stutterp.warmup_s=1",
-        ])
+        .args(SHORT_SIM)
         .args(["--set", "cost.wakeup_ns=1000", "--out"])
         .arg(&out_dir)
         .output()
@@ -211,13 +200,15 @@ fn malformed_guest_machines_exit_2_naming_the_field() {
         ("guest:2G,cpu-slowdown=fast", "cpu-slowdown=`fast`"),
         ("guest:2G,ram=1G", "unknown item `ram=`"),
     ] {
-        let out = bin()
-            .args(["sim", "stutterp", "--machine", m, "--out"])
-            .arg(tmp("bad-guest"))
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(2), "{m}");
-        let err = String::from_utf8_lossy(&out.stderr);
+        let out = tmp("bad-guest");
+        let err = exit_2(&[
+            "sim",
+            "stutterp",
+            "--machine",
+            m,
+            "--out",
+            out.to_str().unwrap(),
+        ]);
         assert!(err.contains(want) && err.contains("fix:"), "{m}: {err}");
     }
 }

@@ -129,6 +129,44 @@ fn start(args: &[&str], out: &Path) -> Child {
         .unwrap()
 }
 
+/// Asserts that run `pid` left nothing behind.
+fn assert_nothing_left(pid: u32) {
+    let left = leftovers(pid);
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// Starts the spec's run on `hdd-pair-2018` and waits until its victim
+/// cgroup holds a process (the step is under way): the child and its pid.
+fn start_until_the_victim_runs(spec: &Path, out: &Path) -> (Child, u32) {
+    let mut child = start(&[spec.to_str().unwrap(), "--machine", "hdd-pair-2018"], out);
+    let pid = child.id();
+    let victim = cgroup::detect()
+        .unwrap()
+        .mount
+        .join(format!("reclaimlab-{pid}"))
+        .join("victim");
+    let end = Instant::now() + Duration::from_secs(240);
+    while cgroup::read_pids(&victim).is_empty() {
+        assert!(Instant::now() < end, "the victim never started");
+        assert!(child.try_wait().unwrap().is_none(), "run ended early");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    (child, pid)
+}
+
+/// A copy of `spec` whose congester may take 512 MiB: more than a 384 MiB run has.
+fn too_big_spec(dir: &Path, spec: &Path) -> PathBuf {
+    let big = dir.join("big.toml");
+    std::fs::write(
+        &big,
+        std::fs::read_to_string(spec)
+            .unwrap()
+            .replace("192M", "512M"),
+    )
+    .unwrap();
+    big
+}
+
 #[test]
 fn spec_cgroups_and_devices_are_recorded_and_undone() {
     skip_unless_host_can_run!();
@@ -178,11 +216,7 @@ fn spec_cgroups_and_devices_are_recorded_and_undone() {
     // The victim's pass is an `elapsed` sample.
     let lat = std::fs::read_to_string(out.join("latency.csv")).unwrap();
     assert!(lat.lines().any(|l| l.contains(",elapsed,")), "{lat}");
-    assert!(
-        leftovers(pid).is_empty(),
-        "left behind: {:?}",
-        leftovers(pid)
-    );
+    assert_nothing_left(pid);
     assert_eq!(throttle_rules(), rules0, "throttle rules changed");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -195,24 +229,7 @@ fn sigint_mid_run_leaves_no_cgroup_or_device() {
     // A victim that reads far longer than the test waits.
     let spec = spec_file(&dir, 600, 1024);
     let rules0 = throttle_rules();
-    let out = dir.join("rec");
-    let mut child = start(
-        &[spec.to_str().unwrap(), "--machine", "hdd-pair-2018"],
-        &out,
-    );
-    let pid = child.id();
-    // Wait until the victim's cgroup holds a process: the step is under way.
-    let victim = cgroup::detect()
-        .unwrap()
-        .mount
-        .join(format!("reclaimlab-{pid}"))
-        .join("victim");
-    let end = Instant::now() + Duration::from_secs(240);
-    while cgroup::read_pids(&victim).is_empty() {
-        assert!(Instant::now() < end, "the victim never started");
-        assert!(child.try_wait().unwrap().is_none(), "run ended early");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let (child, pid) = start_until_the_victim_runs(&spec, &dir.join("rec"));
     std::thread::sleep(Duration::from_secs(2));
     assert!(Command::new("kill")
         .args(["-INT", &pid.to_string()])
@@ -226,11 +243,7 @@ fn sigint_mid_run_leaves_no_cgroup_or_device() {
         "{}",
         String::from_utf8_lossy(&o.stderr)
     );
-    assert!(
-        leftovers(pid).is_empty(),
-        "left behind: {:?}",
-        leftovers(pid)
-    );
+    assert_nothing_left(pid);
     assert_eq!(throttle_rules(), rules0, "throttle rules changed");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -251,11 +264,7 @@ fn refused(args: &[&str], msg: &str) {
     );
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(!out.exists(), "a record was written for refused input");
-    assert!(
-        leftovers(pid).is_empty(),
-        "left behind: {:?}",
-        leftovers(pid)
-    );
+    assert_nothing_left(pid);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -265,14 +274,7 @@ fn bad_input_exits_2_and_changes_nothing() {
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
     let dir = tmp("specs");
     let spec = spec_file(&dir, 10, 64);
-    let big = dir.join("big.toml");
-    std::fs::write(
-        &big,
-        std::fs::read_to_string(&spec)
-            .unwrap()
-            .replace("192M", "512M"),
-    )
-    .unwrap();
+    let big = too_big_spec(&dir, &spec);
     refused(
         &[big.to_str().unwrap(), "--machine", "hdd-pair-2018", "--memory", "384M"],
         "spec cgroup `congester`: memory_max = 512.0 MiB is larger than the run's cgroup (384.0 MiB",
@@ -347,22 +349,7 @@ fn a_crashed_runs_devices_and_cgroups_are_cleaned_by_the_next_start() {
     let dir = tmp("crash");
     let spec = spec_file(&dir, 600, 1024);
     let rules0 = throttle_rules();
-    let mut child = start(
-        &[spec.to_str().unwrap(), "--machine", "hdd-pair-2018"],
-        &dir.join("rec"),
-    );
-    let pid = child.id();
-    let victim = cgroup::detect()
-        .unwrap()
-        .mount
-        .join(format!("reclaimlab-{pid}"))
-        .join("victim");
-    let end = Instant::now() + Duration::from_secs(240);
-    while cgroup::read_pids(&victim).is_empty() {
-        assert!(Instant::now() < end, "the victim never started");
-        assert!(child.try_wait().unwrap().is_none(), "run ended early");
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    let (mut child, pid) = start_until_the_victim_runs(&spec, &dir.join("rec"));
     // A crash: nothing is undone.
     child.kill().unwrap();
     child.wait().unwrap();
@@ -373,14 +360,7 @@ fn a_crashed_runs_devices_and_cgroups_are_cleaned_by_the_next_start() {
     );
     assert_ne!(throttle_rules(), rules0, "and its throttle rules");
     // The next start cleans up before it refuses its own bad input.
-    let big = dir.join("big.toml");
-    std::fs::write(
-        &big,
-        std::fs::read_to_string(&spec)
-            .unwrap()
-            .replace("192M", "512M"),
-    )
-    .unwrap();
+    let big = too_big_spec(&dir, &spec);
     let o = Command::new(bin())
         .args([
             "run",
@@ -398,11 +378,7 @@ fn a_crashed_runs_devices_and_cgroups_are_cleaned_by_the_next_start() {
         stderr.contains(&format!("cleaned up leftover of crashed run {pid}")),
         "{stderr}"
     );
-    assert!(
-        leftovers(pid).is_empty(),
-        "left behind: {:?}",
-        leftovers(pid)
-    );
+    assert_nothing_left(pid);
     assert_eq!(throttle_rules(), rules0, "throttle rules not restored");
     let _ = std::fs::remove_dir_all(&dir);
 }

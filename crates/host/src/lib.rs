@@ -11,6 +11,7 @@
 
 pub mod cgroup;
 pub mod cgtree;
+pub mod children;
 pub mod cpu_probe;
 pub mod disks;
 pub mod doctor;

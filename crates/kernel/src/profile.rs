@@ -228,216 +228,121 @@ pub struct KernelProfile {
     pub xfs_inode_reclaim: InodeReclaim,
 }
 
+/// 4.16, from 2.6.37: the 5.15 call sites (`congestion_wait` for kswapd and
+/// `should_reclaim_retry`, `wait_iff_congested` in direct reclaim, `msleep`
+/// in `too_many_isolated`), congestion flags set per batch, none of the
+/// early sites.
+const V4_16: KernelProfile = KernelProfile {
+    name: "v4.16",
+    description: "before Ryabinin's fix: any reclaimer, memcg limit reclaim included, sets the node's congestion flags per LRU batch; only kswapd clears them; every direct batch ends in wait_iff_congested(pgdat); memcg charge retries 5",
+    kswapd_immediate: Sleep::CongestionWait,
+    direct_congested: Sleep::WaitIffCongested,
+    too_many_isolated: Sleep::Msleep,
+    reclaim_retry: Sleep::CongestionWait,
+    congestion_flags: CongestionFlags::PerBatch,
+    early: EarlySites::NONE,
+    ..early::V2_6_37
+};
+
+/// 4.17, from 4.16: Ryabinin's fix.
+const V4_17: KernelProfile = KernelProfile {
+    name: "v4.17",
+    description: "Ryabinin's fix (4.17): node flags set by kswapd only, once per shrink_node pass; cgroup v2 limit reclaim flags its own memcg; direct reclaim waits only on its node's or target memcg's flag; memcg charge retries 5",
+    congestion_flags: CongestionFlags::PerPass,
+    direct_congested_sees_node: true,
+    ..V4_16
+};
+
+/// 5.8, from 4.17: direct limit reclaim tests its target lruvec only (5.5).
+const V5_8: KernelProfile = KernelProfile {
+    name: "v5.8",
+    description: "5.8: the 5.15 throttling call sites (congestion_wait, wait_iff_congested, msleep), memcg charge retries 5, do_shrink_slab of 5.8-5.10, and XFS's blocking inode reclaim (xfs.inode_reclaim=sync: SYNC_TRYLOCK|SYNC_WAIT)",
+    direct_congested_sees_node: false,
+    ..V4_17
+};
+
+/// 5.9, from 5.8: `MAX_RECLAIM_RETRIES` and non-blocking XFS inode reclaim.
+const V5_9: KernelProfile = KernelProfile {
+    name: "v5.9",
+    description: "5.9: as v5.8 with memcg charge retries 16 (MAX_RECLAIM_RETRIES) and Dave Chinner's non-blocking XFS inode reclaim with the cluster buffer pinned from the inode's first logging (xfs.inode_reclaim=async-pinned)",
+    memcg_charge_retries: 16,
+    xfs_inode_reclaim: InodeReclaim::AsyncPinned,
+    ..V5_8
+};
+
+/// 5.15, from 5.9: `do_shrink_slab` of 5.13+.
+const V5_15: KernelProfile = KernelProfile {
+    name: "v5.15",
+    description: "congestion_wait()/wait_iff_congested() at every 5.15 call site; msleep(100) in too_many_isolated",
+    do_shrink_slab: ShrinkSlab::V5_15,
+    ..V5_9
+};
+
+/// 5.16-rc1, from 5.15: Mel Gorman's series as first merged.
+const V5_16_RC1: KernelProfile = KernelProfile {
+    name: "v5.16-rc1",
+    description: "reclaim_throttle() as first merged: WRITEBACK, ISOLATED, NOPROGRESS HZ/2 below DEF_PRIORITY-2 (memcg too); congested site throttles as WRITEBACK",
+    kswapd_immediate: Sleep::Throttle(Reason::Writeback),
+    direct_congested: Sleep::Throttle(Reason::Writeback),
+    too_many_isolated: Sleep::Throttle(Reason::Isolated),
+    reclaim_retry: Sleep::None,
+    noprogress: NoProgress::Rc1,
+    writeback_wakeups: true,
+    isolated_wakeups: true,
+    tp_wait_iff_congested: false,
+    tp_throttled: true,
+    ..V5_15
+};
+
+/// 5.16, from 5.16-rc1: the rc8 NOPROGRESS fix and the CONGESTED reason.
+const V5_16: KernelProfile = KernelProfile {
+    name: "v5.16",
+    description: "reclaim_throttle() as released (5.16-rc8 fix): NOPROGRESS 1 jiffy at priority 1 only, CONGESTED, skip_throttle_noprogress",
+    direct_congested: Sleep::Throttle(Reason::Congested),
+    noprogress: NoProgress::Final,
+    noprogress_timeout_us: 4_000,
+    ..V5_16_RC1
+};
+
+/// 6.1, from 5.16: cgroup v1's WRITEBACK throttle (6.0); no
+/// `writeback_congestion_wait` tracepoint (gone in 5.18).
+const V6_1: KernelProfile = KernelProfile {
+    name: "v6.1",
+    description: "v5.16 and, for cgroup v1 limit reclaim, the WRITEBACK throttle after waking the flushers on an all-dirty batch (81a70c21d917, 6.0); the Debian bookworm kernel",
+    memcg_v1_dirty: Sleep::Throttle(Reason::Writeback),
+    tp_congestion_wait: false,
+    ..V5_16
+};
+
+/// No kernel: 5.16 with every throttling sleep and wake-up removed.
+const NONE: KernelProfile = KernelProfile {
+    name: "none",
+    description:
+        "every reclaim throttling sleep removed (v5.16 otherwise): what happens without any stall",
+    kswapd_immediate: Sleep::None,
+    direct_congested: Sleep::None,
+    too_many_isolated: Sleep::None,
+    noprogress: NoProgress::None,
+    writeback_wakeups: false,
+    isolated_wakeups: false,
+    tp_congestion_wait: false,
+    ..V5_16
+};
+
+/// Every profile, in the kernel's history order (each one above derives
+/// from the one before it).
 const PROFILES: &[KernelProfile] = &[
     early::V2_6_36,
     early::V2_6_37,
-    KernelProfile {
-        name: "v4.16",
-        description: "before Ryabinin's fix: any reclaimer, memcg limit reclaim included, sets the node's congestion flags per LRU batch; only kswapd clears them; every direct batch ends in wait_iff_congested(pgdat); memcg charge retries 5",
-        kswapd_immediate: Sleep::CongestionWait,
-        direct_congested: Sleep::WaitIffCongested,
-        too_many_isolated: Sleep::Msleep,
-        reclaim_retry: Sleep::CongestionWait,
-        noprogress: NoProgress::None,
-        writeback_wakeups: false,
-        isolated_wakeups: false,
-        rate_priority: RatePriority::Off,
-        memcg_v1_dirty: Sleep::None,
-        congestion_flags: CongestionFlags::PerBatch,
-        direct_congested_sees_node: false,
-        memcg_charge_retries: 5,
-        noprogress_timeout_us: 500_000,
-        tp_congestion_wait: true,
-        tp_wait_iff_congested: true,
-        tp_throttled: false,
-        early: EarlySites::NONE,
-        do_shrink_slab: ShrinkSlab::V5_8,
-        xfs_inode_reclaim: InodeReclaim::Sync,
-    },
-    KernelProfile {
-        name: "v4.17",
-        description: "Ryabinin's fix (4.17): node flags set by kswapd only, once per shrink_node pass; cgroup v2 limit reclaim flags its own memcg; direct reclaim waits only on its node's or target memcg's flag; memcg charge retries 5",
-        kswapd_immediate: Sleep::CongestionWait,
-        direct_congested: Sleep::WaitIffCongested,
-        too_many_isolated: Sleep::Msleep,
-        reclaim_retry: Sleep::CongestionWait,
-        noprogress: NoProgress::None,
-        writeback_wakeups: false,
-        isolated_wakeups: false,
-        rate_priority: RatePriority::Off,
-        memcg_v1_dirty: Sleep::None,
-        congestion_flags: CongestionFlags::PerPass,
-        direct_congested_sees_node: true,
-        memcg_charge_retries: 5,
-        noprogress_timeout_us: 500_000,
-        tp_congestion_wait: true,
-        tp_wait_iff_congested: true,
-        tp_throttled: false,
-        early: EarlySites::NONE,
-        do_shrink_slab: ShrinkSlab::V5_8,
-        xfs_inode_reclaim: InodeReclaim::Sync,
-    },
-    KernelProfile {
-        name: "v5.8",
-        description: "5.8: the 5.15 throttling call sites (congestion_wait, wait_iff_congested, msleep), memcg charge retries 5, do_shrink_slab of 5.8-5.10, and XFS's blocking inode reclaim (xfs.inode_reclaim=sync: SYNC_TRYLOCK|SYNC_WAIT)",
-        kswapd_immediate: Sleep::CongestionWait,
-        direct_congested: Sleep::WaitIffCongested,
-        too_many_isolated: Sleep::Msleep,
-        reclaim_retry: Sleep::CongestionWait,
-        noprogress: NoProgress::None,
-        writeback_wakeups: false,
-        isolated_wakeups: false,
-        rate_priority: RatePriority::Off,
-        memcg_v1_dirty: Sleep::None,
-        congestion_flags: CongestionFlags::PerPass,
-        direct_congested_sees_node: false,
-        memcg_charge_retries: 5,
-        noprogress_timeout_us: 500_000,
-        tp_congestion_wait: true,
-        tp_wait_iff_congested: true,
-        tp_throttled: false,
-        early: EarlySites::NONE,
-        do_shrink_slab: ShrinkSlab::V5_8,
-        xfs_inode_reclaim: InodeReclaim::Sync,
-    },
-    KernelProfile {
-        name: "v5.9",
-        description: "5.9: as v5.8 with memcg charge retries 16 (MAX_RECLAIM_RETRIES) and Dave Chinner's non-blocking XFS inode reclaim with the cluster buffer pinned from the inode's first logging (xfs.inode_reclaim=async-pinned)",
-        kswapd_immediate: Sleep::CongestionWait,
-        direct_congested: Sleep::WaitIffCongested,
-        too_many_isolated: Sleep::Msleep,
-        reclaim_retry: Sleep::CongestionWait,
-        noprogress: NoProgress::None,
-        writeback_wakeups: false,
-        isolated_wakeups: false,
-        rate_priority: RatePriority::Off,
-        memcg_v1_dirty: Sleep::None,
-        congestion_flags: CongestionFlags::PerPass,
-        direct_congested_sees_node: false,
-        memcg_charge_retries: 16,
-        noprogress_timeout_us: 500_000,
-        tp_congestion_wait: true,
-        tp_wait_iff_congested: true,
-        tp_throttled: false,
-        early: EarlySites::NONE,
-        do_shrink_slab: ShrinkSlab::V5_8,
-        xfs_inode_reclaim: InodeReclaim::AsyncPinned,
-    },
-    KernelProfile {
-        name: "v5.15",
-        description: "congestion_wait()/wait_iff_congested() at every 5.15 call site; msleep(100) in too_many_isolated",
-        kswapd_immediate: Sleep::CongestionWait,
-        direct_congested: Sleep::WaitIffCongested,
-        too_many_isolated: Sleep::Msleep,
-        reclaim_retry: Sleep::CongestionWait,
-        noprogress: NoProgress::None,
-        writeback_wakeups: false,
-        isolated_wakeups: false,
-        rate_priority: RatePriority::Off,
-        memcg_v1_dirty: Sleep::None,
-        congestion_flags: CongestionFlags::PerPass,
-        direct_congested_sees_node: false,
-        memcg_charge_retries: 16,
-        noprogress_timeout_us: 500_000,
-        tp_congestion_wait: true,
-        tp_wait_iff_congested: true,
-        tp_throttled: false,
-        early: EarlySites::NONE,
-        do_shrink_slab: ShrinkSlab::V5_15,
-        xfs_inode_reclaim: InodeReclaim::AsyncPinned,
-    },
-    KernelProfile {
-        name: "v5.16-rc1",
-        description: "reclaim_throttle() as first merged: WRITEBACK, ISOLATED, NOPROGRESS HZ/2 below DEF_PRIORITY-2 (memcg too); congested site throttles as WRITEBACK",
-        kswapd_immediate: Sleep::Throttle(Reason::Writeback),
-        direct_congested: Sleep::Throttle(Reason::Writeback),
-        too_many_isolated: Sleep::Throttle(Reason::Isolated),
-        reclaim_retry: Sleep::None,
-        noprogress: NoProgress::Rc1,
-        writeback_wakeups: true,
-        isolated_wakeups: true,
-        rate_priority: RatePriority::Off,
-        memcg_v1_dirty: Sleep::None,
-        congestion_flags: CongestionFlags::PerPass,
-        direct_congested_sees_node: false,
-        memcg_charge_retries: 16,
-        noprogress_timeout_us: 500_000,
-        tp_congestion_wait: true,
-        tp_wait_iff_congested: false,
-        tp_throttled: true,
-        early: EarlySites::NONE,
-        do_shrink_slab: ShrinkSlab::V5_15,
-        xfs_inode_reclaim: InodeReclaim::AsyncPinned,
-    },
-    KernelProfile {
-        name: "v5.16",
-        description: "reclaim_throttle() as released (5.16-rc8 fix): NOPROGRESS 1 jiffy at priority 1 only, CONGESTED, skip_throttle_noprogress",
-        kswapd_immediate: Sleep::Throttle(Reason::Writeback),
-        direct_congested: Sleep::Throttle(Reason::Congested),
-        too_many_isolated: Sleep::Throttle(Reason::Isolated),
-        reclaim_retry: Sleep::None,
-        noprogress: NoProgress::Final,
-        writeback_wakeups: true,
-        isolated_wakeups: true,
-        rate_priority: RatePriority::Off,
-        memcg_v1_dirty: Sleep::None,
-        congestion_flags: CongestionFlags::PerPass,
-        direct_congested_sees_node: false,
-        memcg_charge_retries: 16,
-        noprogress_timeout_us: 4_000,
-        tp_congestion_wait: true,
-        tp_wait_iff_congested: false,
-        tp_throttled: true,
-        early: EarlySites::NONE,
-        do_shrink_slab: ShrinkSlab::V5_15,
-        xfs_inode_reclaim: InodeReclaim::AsyncPinned,
-    },
-    KernelProfile {
-        name: "v6.1",
-        description: "v5.16 and, for cgroup v1 limit reclaim, the WRITEBACK throttle after waking the flushers on an all-dirty batch (81a70c21d917, 6.0); the Debian bookworm kernel",
-        kswapd_immediate: Sleep::Throttle(Reason::Writeback),
-        direct_congested: Sleep::Throttle(Reason::Congested),
-        too_many_isolated: Sleep::Throttle(Reason::Isolated),
-        reclaim_retry: Sleep::None,
-        noprogress: NoProgress::Final,
-        writeback_wakeups: true,
-        isolated_wakeups: true,
-        rate_priority: RatePriority::Off,
-        memcg_v1_dirty: Sleep::Throttle(Reason::Writeback),
-        congestion_flags: CongestionFlags::PerPass,
-        direct_congested_sees_node: false,
-        memcg_charge_retries: 16,
-        noprogress_timeout_us: 4_000,
-        tp_congestion_wait: false,
-        tp_wait_iff_congested: false,
-        tp_throttled: true,
-        early: EarlySites::NONE,
-        do_shrink_slab: ShrinkSlab::V5_15,
-        xfs_inode_reclaim: InodeReclaim::AsyncPinned,
-    },
-    KernelProfile {
-        name: "none",
-        description: "every reclaim throttling sleep removed (v5.16 otherwise): what happens without any stall",
-        kswapd_immediate: Sleep::None,
-        direct_congested: Sleep::None,
-        too_many_isolated: Sleep::None,
-        reclaim_retry: Sleep::None,
-        noprogress: NoProgress::None,
-        writeback_wakeups: false,
-        isolated_wakeups: false,
-        rate_priority: RatePriority::Off,
-        memcg_v1_dirty: Sleep::None,
-        congestion_flags: CongestionFlags::PerPass,
-        direct_congested_sees_node: false,
-        memcg_charge_retries: 16,
-        noprogress_timeout_us: 4_000,
-        tp_congestion_wait: false,
-        tp_wait_iff_congested: false,
-        tp_throttled: true,
-        early: EarlySites::NONE,
-        do_shrink_slab: ShrinkSlab::V5_15,
-        xfs_inode_reclaim: InodeReclaim::AsyncPinned,
-    },
+    V4_16,
+    V4_17,
+    V5_8,
+    V5_9,
+    V5_15,
+    V5_16_RC1,
+    V5_16,
+    V6_1,
+    NONE,
 ];
 
 /// All built-in profiles.

@@ -2,25 +2,11 @@
 //! trace lines and error messages.
 
 use std::fs;
-use std::path::{Path, PathBuf};
 
 use reclaimlab_record::*;
 
-fn fixture(p: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(p)
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "reclaimlab-import-test-{}-{name}",
-        std::process::id()
-    ));
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).unwrap();
-    d
-}
+mod common;
+use common::*;
 
 fn events(r: &Record) -> Vec<(String, String, Option<u64>)> {
     let mut t = r.trace_lines().unwrap().unwrap();
@@ -240,19 +226,6 @@ fn mmtests_current_format_subtracts_the_sleep() {
     assert_eq!(r.meta().name, "forced");
     assert_eq!(r.latency_values("mmap", 4), vec![30000.0, 25000.0, 5000.0]);
     fs::remove_dir_all(&d).unwrap();
-}
-
-fn copy_dir(src: &Path, dst: &Path) {
-    fs::create_dir_all(dst).unwrap();
-    for e in fs::read_dir(src).unwrap() {
-        let e = e.unwrap();
-        let to = dst.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &to);
-        } else {
-            fs::copy(e.path(), to).unwrap();
-        }
-    }
 }
 
 #[test]

@@ -6,28 +6,13 @@
 //! `fuzz/` runs the same targets for as long as one likes.
 
 use std::fs;
-use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
 use reclaimlab_record::lines::{LineReader, MAX_LINE};
 use reclaimlab_record::*;
 
-fn fixture(p: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(p)
-}
-
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "reclaimlab-props-{}-{name}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    ));
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).unwrap();
-    d
-}
+mod common;
+use common::*;
 
 /// Real trace lines (tracefs and `trace-cmd report` captures).
 fn real_lines() -> Vec<String> {
@@ -223,18 +208,5 @@ proptest! {
             prop_assert!(e.to_string().contains(f), "{}", e);
         }
         fs::remove_dir_all(&d).ok();
-    }
-}
-
-fn copy_dir(src: &Path, dst: &Path) {
-    fs::create_dir_all(dst).unwrap();
-    for e in fs::read_dir(src).unwrap() {
-        let e = e.unwrap();
-        let to = dst.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &to);
-        } else {
-            fs::copy(e.path(), to).unwrap();
-        }
     }
 }

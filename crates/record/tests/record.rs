@@ -5,15 +5,8 @@ use std::path::{Path, PathBuf};
 
 use reclaimlab_record::*;
 
-fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "reclaimlab-record-test-{}-{name}",
-        std::process::id()
-    ));
-    let _ = fs::remove_dir_all(&d);
-    fs::create_dir_all(&d).unwrap();
-    d
-}
+mod common;
+use common::*;
 
 fn meta() -> RunMeta {
     let mut m = RunMeta::new("v5.16", Origin::Sim, "v5.16");

@@ -39,6 +39,7 @@ use reclaimlab_workload::spec::Spec;
 use reclaimlab_workload::stutterp::{StutterpParams, MIB};
 
 use crate::cgroup::{self, Sandbox, Version};
+use crate::children::{self, reap};
 use crate::error::{human_bytes, HostError, Result};
 use crate::state::{self, Entry, RunState};
 use crate::{cgtree, disks, doctor, fio, plan, swap, sys, tracefs, workers};
@@ -238,19 +239,6 @@ fn device_of(dir: &Path, write_mb_s: f64) -> Option<Device> {
         name: bd.name,
         ..Device::default()
     })
-}
-
-/// Waits for a child with `wait4`, returning its user and system CPU seconds.
-fn reap(pid: u32) -> Option<(f64, f64)> {
-    let mut status = 0;
-    // SAFETY: rusage is plain data; wait4 writes it.
-    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    let r = unsafe { libc::wait4(pid as i32, &mut status, 0, &mut ru) };
-    if r <= 0 {
-        return None;
-    }
-    let tv = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    Some((tv(ru.ru_utime), tv(ru.ru_stime)))
 }
 
 /// Whether a child has exited (without reaping it).
@@ -825,6 +813,9 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
         dir_for: &dir_for,
         fs_mnt: fs_mnt.as_deref(),
     };
+    // The runner reaps fio's job processes itself (children.rs); restored after the steps.
+    let was_subreaper = children::is_subreaper();
+    let subreaper = was_subreaper || children::set_subreaper(true);
     'steps: for work in &steps_work {
         if stop.load(Ordering::Relaxed) {
             interrupted = true;
@@ -857,6 +848,13 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
             Ok(false) => interrupted = true,
             Err(e) => failure = Some(e),
         }
+        // fio's job processes, listed before the kill: the runner reaps them
+        // after fio, for their CPU (children.rs says why).
+        let fio_jobs: Vec<(u32, Vec<u32>)> = pids
+            .iter()
+            .filter(|(comm, p)| comm == "fio" && !exited(*p))
+            .map(|(_, p)| (*p, children::children_of(*p)))
+            .collect();
         // Stop the step's workers: by group, so fio's job processes go too.
         match &sandbox {
             Some(sb) => {
@@ -865,23 +863,42 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
                 }
             }
             None => {
-                for (_, p) in &pids {
-                    // SAFETY: signalling our own children.
+                let jobs = fio_jobs.iter().flat_map(|(_, j)| j.iter());
+                for p in pids.iter().map(|(_, p)| p).chain(jobs) {
+                    // SAFETY: signalling our own children and fio's.
                     unsafe { libc::kill(*p as i32, libc::SIGKILL) };
                 }
             }
         }
         for (comm, p) in &pids {
-            if let Some((u, s)) = reap(*p) {
-                tasks.push(TaskTime {
-                    comm: comm.clone(),
-                    pid: *p,
-                    step: Some(t),
-                    user_s: u,
-                    system_s: s,
-                    ..TaskTime::default()
-                });
+            let jobs = fio_jobs
+                .iter()
+                .find(|(f, _)| f == p)
+                .map_or(&[][..], |(_, j)| j.as_slice());
+            let Some(tree) = children::reap_tree(*p, jobs, subreaper) else {
+                continue;
+            };
+            if tree.reaped > 0 {
+                notes.push(format!(
+                    "step {t}: {comm} pid {p}: its {} job processes, reaped at the step's end, used user {:.3} s, system {:.3} s (in its CPU figures)",
+                    tree.reaped, tree.children.0, tree.children.1
+                ));
             }
+            let Some((u, s)) = tree.total() else {
+                notes.push(format!(
+                    "step {t}: {comm} pid {p}: CPU unknown, left out of the CPU {comm} figures: {} of its job processes could not be reaped (the kernel refused PR_SET_CHILD_SUBREAPER); its parent process alone used user {:.3} s, system {:.3} s",
+                    tree.lost, tree.own.0, tree.own.1
+                ));
+                continue;
+            };
+            tasks.push(TaskTime {
+                comm: comm.clone(),
+                pid: *p,
+                step: Some(t),
+                user_s: u,
+                system_s: s,
+                ..TaskTime::default()
+            });
         }
         let end_ns = sys::mono_ns();
         steps.push(Step {
@@ -923,6 +940,9 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
     }
     if stop.load(Ordering::Relaxed) {
         interrupted = true;
+    }
+    if !was_subreaper {
+        children::set_subreaper(false);
     }
 
     // 6. Stop capture.
