@@ -540,6 +540,20 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 if let Some(note) = crate::sim_steps::rate_note(&summary.rate_passed) {
                     eprintln!("reclaimlab: {}: {note}", job.name);
                 }
+                let x = &summary.xfs;
+                if x.reclaimed + x.skipped + x.cluster_writes > 0 {
+                    eprintln!(
+                        "reclaimlab: {}: XFS inode reclaim freed {} inodes, skipped {} dirty or flushing, blocked {} times for {:.2} s; {} cluster buffers written, {} read back; {} creates waited for log space",
+                        job.name,
+                        x.reclaimed,
+                        x.skipped,
+                        x.reclaim_waits,
+                        x.reclaim_wait_ns as f64 / 1e9,
+                        x.cluster_writes,
+                        x.buffer_reads,
+                        x.log_waits
+                    );
+                }
                 if summary.lru_lock_spin_s > 0.0 {
                     eprintln!(
                         "reclaimlab: {}: {:.3} s of system time spinning on lru_lock (kswapd included)",
