@@ -333,9 +333,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             spec: first_spec.as_mut(),
         },
     )?;
-    if let (Some(spec), Workload::Spec { file, .. }) = (&first_spec, &workload) {
-        check_spec_on_machine(spec, &with_sets(file, &args.set), &machine)?;
-    }
     let (workload_name, spec_label) = match &workload {
         Workload::Stutterp => ("stutterp".to_string(), "stutterp".to_string()),
         Workload::Spec { name, file, .. } => (name.clone(), file.clone()),
@@ -393,16 +390,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     })?,
                 Workload::Spec { file, .. } => {
                     let spec = spec.as_ref().expect("a spec workload has its spec");
-                    // A swept size must fit the machine too (mlock sizes).
-                    if !point.is_empty() {
-                        let at: Vec<String> =
-                            point.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                        check_spec_on_machine(
-                            spec,
-                            &format!("{} at --sweep {}", with_sets(file, &args.set), at.join(" ")),
-                            &machine,
-                        )?;
-                    }
+                    // The spec as this run has it (its --set and --sweep
+                    // worker keys applied) must fit the machine.
+                    let at: Vec<String> = point.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    let what = if at.is_empty() {
+                        with_sets(file, &args.set)
+                    } else {
+                        format!("{} at --sweep {}", with_sets(file, &args.set), at.join(" "))
+                    };
+                    check_spec_on_machine(spec, &what, &machine)?;
                     vec![StepSpec::from_spec(spec)]
                 }
             };
