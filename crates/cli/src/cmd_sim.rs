@@ -433,10 +433,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             let workload_params = match &workload {
                 Workload::Stutterp => sp.to_params(),
-                Workload::Spec { .. } => spec
-                    .as_ref()
-                    .map(Spec::to_params)
-                    .unwrap_or_default(),
+                Workload::Spec { .. } => spec.as_ref().map(Spec::to_params).unwrap_or_default(),
             };
             meta.params.extend(workload_params);
             meta.capture = reclaimlab_record::Capture {

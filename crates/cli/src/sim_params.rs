@@ -398,7 +398,10 @@ mod tests {
     #[test]
     fn a_specs_worker_keys_are_swept_and_bad_ones_refused() {
         let s = sweeps(
-            &["xfs.inode_reclaim=sync,async", "mlock.size_mib=320, 384,0448"],
+            &[
+                "xfs.inode_reclaim=sync,async",
+                "mlock.size_mib=320, 384,0448",
+            ],
             false,
         )
         .unwrap();
@@ -412,7 +415,10 @@ mod tests {
         assert_eq!(labels[1], "v5.9,xfs.inode_reclaim=sync,mlock.size_mib=384");
         let err = |a: &str| sweeps(&[a], false).unwrap_err().to_string();
         let e = err("anon-hog.size_mib=1,2");
-        assert!(e.contains("--sweep anon-hog.size_mib=1,2") && e.contains("no `anon-hog` worker"), "{e}");
+        assert!(
+            e.contains("--sweep anon-hog.size_mib=1,2") && e.contains("no `anon-hog` worker"),
+            "{e}"
+        );
         let e = err("mlock.size_mb=1,2");
         assert!(e.contains("did you mean `mlock.size_mib`"), "{e}");
         let e = err("mlock.size_mib=320,lots");
@@ -422,7 +428,9 @@ mod tests {
         let e = err("mlock.step_mib=4096");
         assert!(e.contains("more than size_mib"), "{e}");
         // stutterp has no [[worker]] entries.
-        let e = sweeps(&["mlock.size_mib=1,2"], true).unwrap_err().to_string();
+        let e = sweeps(&["mlock.size_mib=1,2"], true)
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("stutterp is not a spec"), "{e}");
         // --set takes them too, into the spec.
         let mut spec = Spec::builtin("fsmark-mlock").unwrap();

@@ -400,7 +400,11 @@ fn bad_worker_key_sweeps_are_refused_before_anything_runs() {
     for (args, want) in [
         (
             &["--sweep", "mlock.size_mib=8,16"][..],
-            &["--sweep mlock.size_mib=8,16", "no `mlock` worker", "anon-hog"][..],
+            &[
+                "--sweep mlock.size_mib=8,16",
+                "no `mlock` worker",
+                "anon-hog",
+            ][..],
         ),
         (
             &["--sweep", "anon-hog.size_mb=8,16"],
@@ -428,7 +432,14 @@ fn bad_worker_key_sweeps_are_refused_before_anything_runs() {
             "mlock.step_mib=8",
         ],
     );
-    has_all(&e, &["at --sweep mlock.size_mib=200", "does not fit in the 96 MiB", "lock less than 96 MiB"]);
+    has_all(
+        &e,
+        &[
+            "at --sweep mlock.size_mib=200",
+            "does not fit in the 96 MiB",
+            "lock less than 96 MiB",
+        ],
+    );
     let e = sim_fails(&d, Some("stutterp"), &["--sweep", "mlock.size_mib=1,2"]);
     has_all(&e, &["stutterp is not a spec"]);
     std::fs::remove_dir_all(&d).unwrap();

@@ -110,6 +110,9 @@ fn mlock_size(run: &RunInput) -> Option<(u64, Vec<String>)> {
     any.then_some((total, keys))
 }
 
+/// A setting (every recorded setting but the size) and its runs.
+type Group<'a> = (Vec<(&'a str, &'a str)>, Vec<usize>);
+
 /// The OOM points of the runs, if they differ in their locked size and
 /// some run was killed.
 pub fn oom_points(runs: &[RunInput]) -> Option<OomPoints> {
@@ -135,7 +138,7 @@ pub fn oom_points(runs: &[RunInput]) -> Option<OomPoints> {
             .map(|(k, v)| (k.as_str(), v.as_str()))
             .collect()
     };
-    let mut groups: Vec<(Vec<(&str, &str)>, Vec<usize>)> = Vec::new();
+    let mut groups: Vec<Group> = Vec::new();
     for (i, _, skip) in &sized {
         let key = key_of(*i, skip);
         match groups.iter_mut().find(|g| g.0 == key) {
@@ -353,8 +356,7 @@ pub(crate) mod tests {
             run("async", 320, Some((1.0, 1)))
         ])
         .is_none());
-        let one = oom_points(&[run("sync", 320, None), run("sync", 384, Some((1.0, 1)))])
-            .unwrap();
+        let one = oom_points(&[run("sync", 320, None), run("sync", 384, Some((1.0, 1)))]).unwrap();
         assert_eq!(one.settings[0].setting, "all runs");
         assert_eq!(one.settings[0].largest_without_kill_mib, Some(320));
     }

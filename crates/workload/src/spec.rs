@@ -588,7 +588,8 @@ impl Spec {
             changed += 1;
         }
         let file = self.name.clone();
-        self.check(&file).map_err(|e| format!("{name}={value}: {e}"))?;
+        self.check(&file)
+            .map_err(|e| format!("{name}={value}: {e}"))?;
         Ok(changed)
     }
 
@@ -859,13 +860,26 @@ mod tests {
         assert_eq!(s.set_worker_key("mlock.size_mib", "384"), Ok(1));
         assert_eq!(s.worker_key_value("mlock.size_mib").as_deref(), Some("384"));
         assert_eq!(s.set_worker_key("fs-create.count", "8"), Ok(1));
-        assert_eq!(s.workers.iter().find(|w| w.kind == WorkerKind::FsCreate).unwrap().count, 8);
+        assert_eq!(
+            s.workers
+                .iter()
+                .find(|w| w.kind == WorkerKind::FsCreate)
+                .unwrap()
+                .count,
+            8
+        );
         let err = |n: &str, v: &str| s.clone().set_worker_key(n, v).unwrap_err();
         let e = err("anon-hog.size_mib", "10");
-        assert!(e.contains("no `anon-hog` worker") && e.contains("fs-create, mlock"), "{e}");
+        assert!(
+            e.contains("no `anon-hog` worker") && e.contains("fs-create, mlock"),
+            "{e}"
+        );
         let e = err("mlok.size_mib", "10");
         assert!(!is_worker_key("mlok.size_mib"));
-        assert!(e.contains("not a worker kind") && e.contains("mlock"), "{e}");
+        assert!(
+            e.contains("not a worker kind") && e.contains("mlock"),
+            "{e}"
+        );
         let e = err("mlock.size_mb", "10");
         assert!(e.contains("did you mean `mlock.size_mib`"), "{e}");
         let e = err("mlock.cgroup", "a");

@@ -114,7 +114,7 @@ pub fn plan_disks(
                 "give the device bandwidths of at least 0.1 MB/s",
             ));
         }
-        let files_bytes = u64::from(w.count) * u64::from(w.files) * w.file_mib * MIB;
+        let files_bytes = u64::from(w.count) * w.files * w.file_mib * MIB;
         let idx = match out.iter().position(|p| &p.name == d) {
             Some(k) => k,
             None => {

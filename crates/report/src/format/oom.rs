@@ -68,7 +68,8 @@ pub(crate) fn oom_text(out: &mut String, report: &Report) {
                 r.oom_kills.len() - MAX_LISTED
             );
         }
-    }    if let Some(p) = &report.oom_points {
+    }
+    if let Some(p) = &report.oom_points {
         oom_points_text(out, p);
     }
 }
@@ -113,8 +114,17 @@ fn oom_points_text(out: &mut String, p: &OomPoints) {
         "\nOOM point over the {} (runs grouped by everything else; locked memory and allocation stalls at the last vmstat sample up to the kill; the last column is the largest run without a kill, to its end)",
         p.size
     );
-    let names: Vec<String> = p.settings.iter().map(|s| fit(&s.setting).into_owned()).collect();
-    let w = names.iter().map(|n| n.chars().count()).max().unwrap_or(0).max(7);
+    let names: Vec<String> = p
+        .settings
+        .iter()
+        .map(|s| fit(&s.setting).into_owned())
+        .collect();
+    let w = names
+        .iter()
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(7);
     let _ = write!(out, "{:<w$}", "Setting");
     for h in POINT_HEADS {
         let _ = write!(out, "  {h:>width$}", width = h.len().max(8));
@@ -356,25 +366,45 @@ mod tests {
         ];
         let r = build_report(&runs, Options::default());
         let text = crate::format::text::render_text(&r);
-        assert!(text.contains("OOM point over the mlock size (MiB)"), "{text}");
+        assert!(
+            text.contains("OOM point over the mlock size (MiB)"),
+            "{text}"
+        );
         let row = text
             .lines()
             .find(|l| l.starts_with("xfs.inode_reclaim=sync "))
             .unwrap_or_else(|| panic!("{text}"));
         let cells: Vec<&str> = row.split_whitespace().collect();
-        assert_eq!(&cells[1..], ["320", "384", "7.50", "2.0", "2.7", "70", "100"], "{row}");
+        assert_eq!(
+            &cells[1..],
+            ["320", "384", "7.50", "2.0", "2.7", "70", "100"],
+            "{row}"
+        );
         let row = text
             .lines()
             .find(|l| l.starts_with("xfs.inode_reclaim=async "))
             .unwrap();
         let cells: Vec<&str> = row.split_whitespace().collect();
-        assert_eq!(&cells[1..], ["-", "320", "3.00", "4.0", "1.2", "30", "-"], "{row}");
-        assert!(text.contains("xfs.inode_reclaim=sync: 320 no kill; 384 killed at 7.50 s"), "{text}");
+        assert_eq!(
+            &cells[1..],
+            ["-", "320", "3.00", "4.0", "1.2", "30", "-"],
+            "{row}"
+        );
+        assert!(
+            text.contains("xfs.inode_reclaim=sync: 320 no kill; 384 killed at 7.50 s"),
+            "{text}"
+        );
         let json = String::from_utf8(crate::format::json::render_json(&r)).unwrap();
-        assert!(json.contains("\"oom_points\"") && json.contains("\"smallest_killed_mib\": 320"), "{json}");
+        assert!(
+            json.contains("\"oom_points\"") && json.contains("\"smallest_killed_mib\": 320"),
+            "{json}"
+        );
         let html = String::from_utf8(crate::format::html::render_html(&r)).unwrap();
         assert!(html.contains("id=\"oom-point\""), "{html}");
-        assert_eq!(html.matches("<figure class=\"plot\" data-points=\"").count() >= 2, true);
+        let plots = html
+            .matches("<figure class=\"plot\" data-points=\"")
+            .count();
+        assert!(plots >= 2, "{plots} plots");
         assert!(html.contains("Free memory at the first OOM kill"));
         assert!(html.contains("no kill at 320 MiB"));
     }
