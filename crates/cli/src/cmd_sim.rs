@@ -55,13 +55,15 @@ pub struct Args {
     pub machine: String,
     /// Set a parameter, e.g. `--set vm.dirty_ratio=30`, or change a call
     /// site of the kernel profiles, e.g. `--set policy.noprogress=none`
-    /// (`reclaimlab list params`).
+    /// (`reclaimlab list params`), or a key of a spec's workers as
+    /// `KIND.KEY`, e.g. `--set mlock.size_mib=384` (every worker of that kind).
     #[arg(long = "set", value_name = "NAME=VALUE")]
     pub set: Vec<String>,
     /// Sweep a parameter over values, e.g.
     /// `--sweep throttle.noprogress.timeout_us=1000,4000,500000`.
     ///
-    /// NAME is anything `--set` accepts (kernel, `policy.*` and `stutterp.*` parameters);
+    /// NAME is anything `--set` accepts (kernel, `policy.*` and `stutterp.*` parameters,
+    /// a spec's worker keys as `KIND.KEY`, e.g. `mlock.size_mib=320,384,448`);
     /// it cannot also be given with `--set`. Every kernel profile runs at every
     /// value, each run with its own record `OUT/KERNEL,NAME=VALUE` and its own
     /// column in the report (the first kernel at the first value is the
@@ -536,7 +538,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 let x = &summary.xfs;
                 if x.reclaimed + x.skipped + x.cluster_writes > 0 {
                     eprintln!(
-                        "reclaimlab: {}: XFS inode reclaim freed {} inodes, skipped {} dirty or flushing, blocked {} times for {:.2} s; {} cluster buffers written, {} read back; {} creates waited for log space",
+                        "reclaimlab: {}: XFS inode reclaim freed {} inodes, skipped {} dirty or flushing, blocked {} times for {:.2} s; {} cluster buffers written, {} read back by flushes and {} by creates; {} creates waited for log space",
                         job.name,
                         x.reclaimed,
                         x.skipped,
@@ -544,6 +546,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                         x.reclaim_wait_ns as f64 / 1e9,
                         x.cluster_writes,
                         x.buffer_reads,
+                        x.create_buffer_reads,
                         x.log_waits
                     );
                 }
