@@ -112,6 +112,12 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 "{:<45} {:>10}  the random seed, as --seed; `--sweep seed=1,2,3` repeats each run with other seeds",
                 "seed", 1
             );
+            outln!(
+                "{:<45} {:>10}  a key of a spec's [[worker]] entries on every worker of KIND (mlock.size_mib=384); keys: {}",
+                "KIND.KEY",
+                "-",
+                reclaimlab_workload::spec::WORKER_KEYS.join(", ")
+            );
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -45,7 +45,8 @@ pub struct Args {
     /// Create a temporary swap file of SIZE for the run (removed afterwards).
     #[arg(long, value_name = "SIZE")]
     pub swap_file: Option<String>,
-    /// Set a parameter: `stutterp.*` (see `reclaimlab list params`);
+    /// Set a parameter: `stutterp.*` (see `reclaimlab list params`); a spec's
+    /// worker key `KIND.KEY` on every worker of that kind (`mlock.size_mib=950`);
     /// `capture.events=default|all|none|SUBSYS:EVENT,...` (tracepoints to capture;
     /// `all` adds the high-rate mm_vmscan_lru_shrink_inactive); `vm.*` sysctls
     /// with --scope host (restored afterwards).

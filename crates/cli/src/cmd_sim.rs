@@ -55,13 +55,15 @@ pub struct Args {
     pub machine: String,
     /// Set a parameter, e.g. `--set vm.dirty_ratio=30`, or change a call
     /// site of the kernel profiles, e.g. `--set policy.noprogress=none`
-    /// (`reclaimlab list params`).
+    /// (`reclaimlab list params`), or a key of a spec's workers as
+    /// `KIND.KEY`, e.g. `--set mlock.size_mib=384` (every worker of that kind).
     #[arg(long = "set", value_name = "NAME=VALUE")]
     pub set: Vec<String>,
     /// Sweep a parameter over values, e.g.
     /// `--sweep throttle.noprogress.timeout_us=1000,4000,500000`.
     ///
-    /// NAME is anything `--set` accepts (kernel, `policy.*` and `stutterp.*` parameters);
+    /// NAME is anything `--set` accepts (kernel, `policy.*` and `stutterp.*` parameters,
+    /// a spec's worker keys as `KIND.KEY`, e.g. `mlock.size_mib=320,384,448`);
     /// it cannot also be given with `--set`. Every kernel profile runs at every
     /// value, each run with its own record `OUT/KERNEL,NAME=VALUE` and its own
     /// column in the report (the first kernel at the first value is the
@@ -244,9 +246,10 @@ enum Workload {
     Spec {
         name: String,
         file: String,
-        steps: Vec<StepSpec>,
-        /// `spec.*` settings for the record (`Spec::to_params`).
-        params: Vec<(String, String)>,
+        /// The spec as read; each run applies its `--set`/`--sweep` worker
+        /// keys (`mlock.size_mib`) to a copy, then makes its steps and its
+        /// `spec.*` record settings (`Spec::to_params`) from that.
+        spec: Box<Spec>,
         /// The cgroup version its cgroups are written for, if it says.
         memcg_version: Option<u64>,
     },
@@ -292,17 +295,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         profiles.push(p);
     }
-    let mut sp = StutterpParams::default();
-    // Validate --set once against the first profile's defaults.
-    apply_sets(
-        &args.set,
-        &mut Settings {
-            params: &mut Params::defaults(profiles[0]),
-            policy: &mut profiles[0].clone(),
-            sp: &mut sp,
-            seed: &mut args.seed.clone(),
-        },
-    )?;
     let workload = if args.workload == "stutterp" {
         Workload::Stutterp
     } else {
@@ -319,25 +311,35 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 names.join(", ")
             );
         };
-        check_spec_on_machine(&spec, &args.workload, &machine)?;
         Workload::Spec {
             name: spec.name.clone(),
             file: args.workload.clone(),
-            steps: vec![StepSpec::from_spec(&spec)],
-            params: spec.to_params(),
             memcg_version: spec.memcg_version(),
+            spec: Box::new(spec),
         }
     };
+    let spec_of = |w: &Workload| match w {
+        Workload::Stutterp => None,
+        Workload::Spec { spec, .. } => Some(spec.as_ref().clone()),
+    };
+    // Validate --set once against the first profile's defaults.
+    let mut sp = StutterpParams::default();
+    let mut first_spec = spec_of(&workload);
+    apply_sets(
+        &args.set,
+        &mut Settings {
+            params: &mut Params::defaults(profiles[0]),
+            policy: &mut profiles[0].clone(),
+            sp: &mut sp,
+            seed: &mut args.seed.clone(),
+            spec: first_spec.as_mut(),
+        },
+    )?;
     let (workload_name, spec_label) = match &workload {
         Workload::Stutterp => ("stutterp".to_string(), "stutterp".to_string()),
         Workload::Spec { name, file, .. } => (name.clone(), file.clone()),
     };
-    let sweeps = parse_sweeps(
-        &args.sweep,
-        &args.set,
-        &profiles,
-        matches!(workload, Workload::Stutterp),
-    )?;
+    let sweeps = parse_sweeps(&args.sweep, &args.set, &profiles, first_spec.as_ref())?;
     let points = sweep_points(&sweeps);
     let out = args
         .out
@@ -365,11 +367,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let mut sp = StutterpParams::default();
             let mut policy = (*p).clone();
             let mut seed = args.seed;
+            let mut spec = spec_of(&workload);
             let mut to = Settings {
                 params: &mut params,
                 policy: &mut policy,
                 sp: &mut sp,
                 seed: &mut seed,
+                spec: spec.as_mut(),
             };
             apply_sets(&args.set, &mut to)?;
             for (k, v) in point {
@@ -386,7 +390,19 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                         };
                         anyhow!("stutterp on machine `{}`{run}: {e}", machine.name)
                     })?,
-                Workload::Spec { steps, .. } => steps.clone(),
+                Workload::Spec { file, .. } => {
+                    let spec = spec.as_ref().expect("a spec workload has its spec");
+                    // The spec as this run has it (its --set and --sweep
+                    // worker keys applied) must fit the machine.
+                    let at: Vec<String> = point.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    let what = if at.is_empty() {
+                        with_sets(file, &args.set)
+                    } else {
+                        format!("{} at --sweep {}", with_sets(file, &args.set), at.join(" "))
+                    };
+                    check_spec_on_machine(spec, &what, &machine)?;
+                    vec![StepSpec::from_spec(spec)]
+                }
             };
             let mut cfg = SimConfig::new(machine.clone(), &policy, params, seed);
             cfg.trace.verbose = args.trace_verbose;
@@ -419,7 +435,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             let workload_params = match &workload {
                 Workload::Stutterp => sp.to_params(),
-                Workload::Spec { params, .. } => params.clone(),
+                Workload::Spec { .. } => spec.as_ref().map(Spec::to_params).unwrap_or_default(),
             };
             meta.params.extend(workload_params);
             meta.capture = reclaimlab_record::Capture {
@@ -519,6 +535,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 if let Some(note) = crate::sim_steps::rate_note(&summary.rate_passed) {
                     eprintln!("reclaimlab: {}: {note}", job.name);
                 }
+                let x = &summary.xfs;
+                if x.reclaimed + x.skipped + x.cluster_writes > 0 {
+                    eprintln!(
+                        "reclaimlab: {}: XFS inode reclaim freed {} inodes, skipped {} dirty or flushing, blocked {} times for {:.2} s; {} cluster buffers written, {} read back by flushes and {} by creates; {} creates waited for log space",
+                        job.name,
+                        x.reclaimed,
+                        x.skipped,
+                        x.reclaim_waits,
+                        x.reclaim_wait_ns as f64 / 1e9,
+                        x.cluster_writes,
+                        x.buffer_reads,
+                        x.create_buffer_reads,
+                        x.log_waits
+                    );
+                }
                 if summary.lru_lock_spin_s > 0.0 {
                     eprintln!(
                         "reclaimlab: {}: {:.3} s of system time spinning on lru_lock (kswapd included)",
@@ -562,6 +593,15 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("reclaimlab: CSV report: {}", path.display());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The spec's name for error messages, with the `--set`s that changed it.
+fn with_sets(file: &str, sets: &[String]) -> String {
+    if sets.is_empty() {
+        file.to_string()
+    } else {
+        format!("{file} with --set {}", sets.join(" --set "))
+    }
 }
 
 /// What a spec asks of the machine: the devices its workers name, and

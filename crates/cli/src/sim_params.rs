@@ -6,6 +6,7 @@
 use anyhow::{anyhow, bail};
 use reclaimlab_kernel::params::{closest, Params};
 use reclaimlab_kernel::profile::{KernelProfile, POLICY_NAMES};
+use reclaimlab_workload::spec::{is_worker_key, Spec};
 use reclaimlab_workload::stutterp::StutterpParams;
 
 /// The random seed as a parameter (`--seed` sets it too), so that
@@ -28,6 +29,7 @@ pub(crate) fn is_param(name: &str) -> bool {
         || POLICY_NAMES.contains(&name)
         || StutterpParams::is_param(name)
         || name == SEED
+        || is_worker_key(name)
 }
 
 /// What one run's `--set` and `--sweep` values go into: the kernel's
@@ -38,6 +40,9 @@ pub(crate) struct Settings<'a> {
     pub(crate) policy: &'a mut KernelProfile,
     pub(crate) sp: &'a mut StutterpParams,
     pub(crate) seed: &'a mut u64,
+    /// The workload spec whose `KIND.KEY` worker keys may be set
+    /// (`mlock.size_mib`); `None` for stutterp.
+    pub(crate) spec: Option<&'a mut Spec>,
 }
 
 /// The error for an unknown parameter `name` in `flag arg`, with the closest name.
@@ -59,6 +64,13 @@ pub(crate) fn set_param(name: &str, value: &str, to: &mut Settings) -> Result<()
             format!("seed `{value}`: expected a whole number 0..=18446744073709551615")
         })?;
         Ok(())
+    } else if is_worker_key(name) {
+        match to.spec.as_deref_mut() {
+            Some(spec) => spec.set_worker_key(name, value).map(|_| ()),
+            None => Err(format!(
+                "`{name}` is a key of a workload spec's [[worker]] entries, and stutterp is not a spec (its parameters are stutterp.*)"
+            )),
+        }
     } else if name.starts_with("stutterp.") {
         to.sp.set(name, value).map_err(|e| e.to_string())
     } else if POLICY_NAMES.contains(&name) {
@@ -72,6 +84,11 @@ pub(crate) fn set_param(name: &str, value: &str, to: &mut Settings) -> Result<()
 fn recorded_value(name: &str, of: &Settings) -> String {
     if name == SEED {
         of.seed.to_string()
+    } else if is_worker_key(name) {
+        of.spec
+            .as_deref()
+            .and_then(|s| s.worker_key_value(name))
+            .unwrap_or_default()
     } else if name.starts_with("stutterp.") {
         of.sp.get(name).unwrap_or_default()
     } else if POLICY_NAMES.contains(&name) {
@@ -114,8 +131,9 @@ pub(crate) fn parse_sweeps(
     sweeps: &[String],
     sets: &[String],
     profiles: &[&'static KernelProfile],
-    stutterp: bool,
+    spec: Option<&Spec>,
 ) -> anyhow::Result<Vec<Sweep>> {
+    let stutterp = spec.is_none();
     let set_names: Vec<&str> = sets
         .iter()
         .filter_map(|s| s.split_once('='))
@@ -155,11 +173,13 @@ pub(crate) fn parse_sweeps(
             for p in profiles {
                 let (mut params, mut sp) = (Params::defaults(p), StutterpParams::default());
                 let (mut policy, mut seed) = ((*p).clone(), 0);
+                let mut spec = spec.cloned();
                 let mut to = Settings {
                     params: &mut params,
                     policy: &mut policy,
                     sp: &mut sp,
                     seed: &mut seed,
+                    spec: spec.as_mut(),
                 };
                 set_param(name, v, &mut to).map_err(|e| anyhow!("--sweep {s}: {e}"))?;
                 canonical = recorded_value(name, &to);
@@ -251,7 +271,8 @@ mod tests {
     fn sweeps(args: &[&str], stutterp: bool) -> anyhow::Result<Vec<Sweep>> {
         let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
         let profiles = [profile("v5.15").unwrap(), profile("v5.16").unwrap()];
-        parse_sweeps(&args, &[], &profiles, stutterp)
+        let spec = Spec::builtin("fsmark-mlock").unwrap();
+        parse_sweeps(&args, &[], &profiles, (!stutterp).then_some(&spec))
     }
 
     #[test]
@@ -308,6 +329,7 @@ mod tests {
             policy: &mut policy,
             sp: &mut sp,
             seed: &mut seed,
+            spec: None,
         };
         let sets = [
             "policy.noprogress=none".to_string(),
@@ -366,9 +388,68 @@ mod tests {
             policy: &mut policy,
             sp: &mut sp,
             seed: &mut seed,
+            spec: None,
         };
         apply_sets(&["seed=7".to_string()], &mut to).unwrap();
         assert_eq!(seed, 7);
         assert!(is_param("seed") && param_names().contains(&"seed"));
+    }
+
+    #[test]
+    fn a_specs_worker_keys_are_swept_and_bad_ones_refused() {
+        let s = sweeps(
+            &[
+                "xfs.inode_reclaim=sync,async",
+                "mlock.size_mib=320, 384,0448",
+            ],
+            false,
+        )
+        .unwrap();
+        assert_eq!(s[1].values, ["320", "384", "448"], "values as recorded");
+        let v59 = profile("v5.9").unwrap();
+        let labels: Vec<String> = sweep_points(&s)
+            .iter()
+            .map(|p| run_label(v59, v59, p))
+            .collect();
+        assert_eq!(labels.len(), 6);
+        assert_eq!(labels[1], "v5.9,xfs.inode_reclaim=sync,mlock.size_mib=384");
+        let err = |a: &str| sweeps(&[a], false).unwrap_err().to_string();
+        let e = err("anon-hog.size_mib=1,2");
+        assert!(
+            e.contains("--sweep anon-hog.size_mib=1,2") && e.contains("no `anon-hog` worker"),
+            "{e}"
+        );
+        let e = err("mlock.size_mb=1,2");
+        assert!(e.contains("did you mean `mlock.size_mib`"), "{e}");
+        let e = err("mlock.size_mib=320,lots");
+        assert!(e.contains("expected a whole number"), "{e}");
+        let e = err("mlock.size_mib=320,320");
+        assert!(e.contains("given twice"), "{e}");
+        let e = err("mlock.step_mib=4096");
+        assert!(e.contains("more than size_mib"), "{e}");
+        // stutterp has no [[worker]] entries.
+        let e = sweeps(&["mlock.size_mib=1,2"], true)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("stutterp is not a spec"), "{e}");
+        // --set takes them too, into the spec.
+        let mut spec = Spec::builtin("fsmark-mlock").unwrap();
+        let (mut params, mut sp, mut policy, mut seed) = (
+            Params::defaults(v59),
+            StutterpParams::default(),
+            v59.clone(),
+            1,
+        );
+        let mut to = Settings {
+            params: &mut params,
+            policy: &mut policy,
+            sp: &mut sp,
+            seed: &mut seed,
+            spec: Some(&mut spec),
+        };
+        apply_sets(&["mlock.size_mib=352".to_string()], &mut to).unwrap();
+        assert_eq!(recorded_value("mlock.size_mib", &to), "352");
+        let e = apply_sets(&["mlock.size_mib=x".to_string()], &mut to).unwrap_err();
+        assert!(e.to_string().starts_with("--set mlock.size_mib=x: "), "{e}");
     }
 }

@@ -391,6 +391,60 @@ fn bad_sweeps_are_refused_before_anything_runs() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+/// A spec's worker keys (`KIND.KEY`): a kind the spec lacks, an unknown key,
+/// a value of the wrong type, an mlock larger than the machine at one sweep
+/// point, and a worker key for stutterp: exit 2, nothing recorded.
+#[test]
+fn bad_worker_key_sweeps_are_refused_before_anything_runs() {
+    let d = scratch("sweep-worker-bad");
+    for (args, want) in [
+        (
+            &["--sweep", "mlock.size_mib=8,16"][..],
+            &[
+                "--sweep mlock.size_mib=8,16",
+                "no `mlock` worker",
+                "anon-hog",
+            ][..],
+        ),
+        (
+            &["--sweep", "anon-hog.size_mb=8,16"],
+            &["did you mean `anon-hog.size_mib`"],
+        ),
+        (
+            &["--set", "anon-hog.size_mib=lots"],
+            &["--set anon-hog.size_mib=lots", "expected a whole number"],
+        ),
+        (
+            &["--sweep", "anon-hog.count=1,0"],
+            &["count = 0", "accepted: 1..=4096"],
+        ),
+    ] {
+        let e = sim_fails(&d, None, args);
+        has_all(&e, want);
+    }
+    let e = sim_fails(
+        &d,
+        Some("fsmark-mlock"),
+        &[
+            "--sweep",
+            "mlock.size_mib=64,200",
+            "--sweep",
+            "mlock.step_mib=8",
+        ],
+    );
+    has_all(
+        &e,
+        &[
+            "at --sweep mlock.size_mib=200",
+            "does not fit in the 96 MiB",
+            "lock less than 96 MiB",
+        ],
+    );
+    let e = sim_fails(&d, Some("stutterp"), &["--sweep", "mlock.size_mib=1,2"]);
+    has_all(&e, &["stutterp is not a spec"]);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 #[test]
 fn list_rejects_what_it_does_not_know() {
     let d = scratch("list");

@@ -122,6 +122,10 @@ pub struct VmstatPoint {
     pub lru_scan: i64,
     /// pgsteal_anon + pgsteal_file.
     pub lru_steal: i64,
+    /// `nr_mlock` (a gauge, pages; 0 where the record has no such column).
+    pub nr_mlock: i64,
+    /// Σ allocstall_* (and the old `allocstall`): direct reclaim entries.
+    pub allocstall: i64,
 }
 
 /// How reading the trace went.

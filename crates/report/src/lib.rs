@@ -26,6 +26,7 @@ pub mod format;
 pub mod input;
 pub mod model;
 pub mod monitor;
+pub mod oom_point;
 pub mod ops;
 pub mod source;
 pub mod stalls;

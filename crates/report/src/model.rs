@@ -362,6 +362,10 @@ pub struct Report {
     pub settings_in_some_runs: u64,
     /// The runs, baseline first.
     pub runs: Vec<RunReport>,
+    /// The OOM point per setting, when the runs differ in their mlock size
+    /// and some run was OOM-killed (`crate::oom_point`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub oom_points: Option<crate::oom_point::OomPoints>,
     /// The command that produced the runs, where known (`sim`, or a folder's
     /// `runs.txt`): shown in the HTML header, not part of the JSON schema.
     #[serde(skip)]
@@ -641,6 +645,7 @@ pub fn build_report(runs: &[RunInput], opts: Options) -> Report {
         differences,
         settings_in_some_runs,
         runs: out_runs,
+        oom_points: crate::oom_point::oom_points(runs),
         command: None,
     }
 }

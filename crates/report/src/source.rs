@@ -278,6 +278,8 @@ fn point(t_s: f64, cols: &[String], row: &[u64]) -> VmstatPoint {
         direct_steal: zone_sum(cols, row, |c| zoned(c, "pgsteal_direct")),
         lru_scan: zone_sum(cols, row, |c| c == "pgscan_anon" || c == "pgscan_file"),
         lru_steal: zone_sum(cols, row, |c| c == "pgsteal_anon" || c == "pgsteal_file"),
+        nr_mlock: zone_sum(cols, row, |c| c == "nr_mlock"),
+        allocstall: zone_sum(cols, row, |c| zoned(c, "allocstall")),
     }
 }
 /// Chunk size handed from the decompressing thread to the parsing thread.

@@ -96,6 +96,56 @@ impl WorkerKind {
     }
 }
 
+impl WorkerKind {
+    /// Every kind, in the order of the spec documentation.
+    pub const ALL: [WorkerKind; 7] = [
+        WorkerKind::AnonHog,
+        WorkerKind::FileWriter,
+        WorkerKind::FileReader,
+        WorkerKind::MmapLatency,
+        WorkerKind::MmapFileReader,
+        WorkerKind::Mlock,
+        WorkerKind::FsCreate,
+    ];
+
+    /// The kind named `name` (`mlock`, `fs-create`, …).
+    pub fn from_name(name: &str) -> Option<WorkerKind> {
+        WorkerKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+/// The `[[worker]]` keys `KIND.KEY` may set from the command line
+/// (`--set mlock.size_mib=384`, `--sweep mlock.size_mib=320,384,448`): every
+/// numeric, boolean and pattern key. `kind`, `cgroup` and `device` name
+/// things and stay in the file.
+pub const WORKER_KEYS: &[&str] = &[
+    "count",
+    "size_mib",
+    "files",
+    "file_mib",
+    "block_kib",
+    "pattern",
+    "pages",
+    "sleep_ms",
+    "sparse",
+    "in_warmup",
+    "passes",
+    "invalidate",
+    "shared",
+    "step_mib",
+    "step_interval_s",
+    "dirs",
+    "file_size",
+];
+
+/// Whether `name` has the form of a worker key, `KIND.KEY` with a known
+/// kind (`mlock.size_mib`); whether the spec has such a worker and the key
+/// exists is [`Spec::set_worker_key`]'s to say.
+pub fn is_worker_key(name: &str) -> bool {
+    name.split_once('.')
+        .is_some_and(|(k, _)| WorkerKind::from_name(k).is_some())
+}
+
 /// Access pattern of file workers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize, Default)]
 #[serde(rename_all = "kebab-case")]
@@ -338,7 +388,7 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
     ),
     (
         "fsmark-mlock",
-        "Dave Chinner's 2020 XFS inode-reclaim test: 16 fs_mark -S0 creators of empty files beside a process mlocking 416 MiB; run with --machine examples/machines/xfs-box.toml --kernel v5.9 --sweep xfs.inode_reclaim=sync,async,async-pinned (docs/slab.md)",
+        "Dave Chinner's 2020 XFS inode-reclaim test: 16 fs_mark -S0 creators of empty files beside a process mlocking 416 MiB in 32 MiB steps every 2 s; run with --machine examples/machines/xfs-box.toml --kernel v5.9 --sweep xfs.inode_reclaim=sync,async,async-pinned --sweep mlock.size_mib=320,352,384,416,448 (docs/slab.md)",
         include_str!("../../../examples/workloads/fsmark-mlock.toml"),
     ),
     (
@@ -443,6 +493,135 @@ impl Spec {
     /// uses v1's `limit_in_bytes`, else `None` (the run's `memcg.version`).
     pub fn memcg_version(&self) -> Option<u64> {
         self.cgroups.iter().any(|c| c.is_v1()).then_some(1)
+    }
+
+    /// Sets `KIND.KEY = value` on every worker of that kind (`mlock.size_mib`
+    /// = 384: each `mlock` worker locks 384 MiB) and checks the whole spec
+    /// again. The error names what is wrong and what is accepted: a kind the
+    /// spec has no worker of, a key that is not a worker key, a value of the
+    /// wrong type or out of range. Returns how many workers it changed.
+    pub fn set_worker_key(&mut self, name: &str, value: &str) -> Result<usize, String> {
+        let Some((kind_name, key)) = name.split_once('.') else {
+            return Err(format!(
+                "`{name}` is not a worker key; expected KIND.KEY, e.g. mlock.size_mib"
+            ));
+        };
+        let kinds: Vec<&str> = {
+            let mut v: Vec<&str> = self.workers.iter().map(|w| w.kind.name()).collect();
+            v.dedup();
+            v.sort_unstable();
+            v.dedup();
+            v
+        };
+        let Some(kind) = WorkerKind::from_name(kind_name) else {
+            let all: Vec<&str> = WorkerKind::ALL.iter().map(|k| k.name()).collect();
+            return Err(format!(
+                "`{kind_name}` is not a worker kind (kinds: {})",
+                all.join(", ")
+            ));
+        };
+        if !self.workers.iter().any(|w| w.kind == kind) {
+            return Err(format!(
+                "workload `{}` has no `{kind_name}` worker (its workers: {}); name a kind it has",
+                self.name,
+                kinds.join(", ")
+            ));
+        }
+        if !WORKER_KEYS.contains(&key) {
+            let hint = reclaimlab_kernel::params::closest(key, WORKER_KEYS)
+                .map(|c| format!(" (did you mean `{kind_name}.{c}`?)"))
+                .unwrap_or_default();
+            return Err(format!(
+                "`{key}` is not a [[worker]] key that can be set{hint}; settable keys: {}",
+                WORKER_KEYS.join(", ")
+            ));
+        }
+        let int = |v: &str| -> Result<u64, String> {
+            v.parse::<u64>().map_err(|_| {
+                format!("{name} = `{v}`: expected a whole number >= 0, e.g. {name}=384")
+            })
+        };
+        let int32 = |v: &str| -> Result<u32, String> {
+            let n = int(v)?;
+            u32::try_from(n).map_err(|_| format!("{name} = `{v}`: at most {}", u32::MAX))
+        };
+        let boolean = |v: &str| -> Result<bool, String> {
+            v.parse::<bool>()
+                .map_err(|_| format!("{name} = `{v}`: expected true or false"))
+        };
+        let mut changed = 0;
+        for w in self.workers.iter_mut().filter(|w| w.kind == kind) {
+            match key {
+                "count" => w.count = int32(value)?,
+                "size_mib" => w.size_mib = int(value)?,
+                "files" => w.files = int(value)?,
+                "file_mib" => w.file_mib = int(value)?,
+                "block_kib" => w.block_kib = int(value)?,
+                "pattern" => {
+                    w.pattern = match value {
+                        "random" => Pattern::Random,
+                        "sequential" => Pattern::Sequential,
+                        _ => {
+                            return Err(format!(
+                                "{name} = `{value}`: expected random or sequential"
+                            ))
+                        }
+                    }
+                }
+                "pages" => w.pages = int32(value)?,
+                "sleep_ms" => w.sleep_ms = int(value)?,
+                "sparse" => w.sparse = boolean(value)?,
+                "in_warmup" => w.in_warmup = Some(boolean(value)?),
+                "passes" => w.passes = int32(value)?,
+                "invalidate" => w.invalidate = boolean(value)?,
+                "shared" => w.shared = boolean(value)?,
+                "step_mib" => w.step_mib = int32(value)?,
+                "step_interval_s" => {
+                    w.step_interval_s = value.parse::<f64>().map_err(|_| {
+                        format!("{name} = `{value}`: expected a number of seconds, e.g. 2.5")
+                    })?
+                }
+                "dirs" => w.dirs = int32(value)?,
+                "file_size" => w.file_size = int(value)?,
+                _ => unreachable!("every WORKER_KEYS entry is matched"),
+            }
+            changed += 1;
+        }
+        let file = self.name.clone();
+        self.check(&file)
+            .map_err(|e| format!("{name}={value}: {e}"))?;
+        Ok(changed)
+    }
+
+    /// The value of `KIND.KEY` as the run record stores it (that of the
+    /// first worker of the kind), if the spec has one.
+    pub fn worker_key_value(&self, name: &str) -> Option<String> {
+        let (kind_name, key) = name.split_once('.')?;
+        let kind = WorkerKind::from_name(kind_name)?;
+        let w = self.workers.iter().find(|w| w.kind == kind)?;
+        Some(match key {
+            "count" => w.count.to_string(),
+            "size_mib" => w.size_mib.to_string(),
+            "files" => w.files.to_string(),
+            "file_mib" => w.file_mib.to_string(),
+            "block_kib" => w.block_kib.to_string(),
+            "pattern" => match w.pattern {
+                Pattern::Random => "random".to_string(),
+                Pattern::Sequential => "sequential".to_string(),
+            },
+            "pages" => w.pages.to_string(),
+            "sleep_ms" => w.sleep_ms.to_string(),
+            "sparse" => w.sparse.to_string(),
+            "in_warmup" => w.starts_in_warmup().to_string(),
+            "passes" => w.passes.to_string(),
+            "invalidate" => w.invalidate.to_string(),
+            "shared" => w.shared.to_string(),
+            "step_mib" => w.step_mib.to_string(),
+            "step_interval_s" => w.step_interval_s.to_string(),
+            "dirs" => w.dirs.to_string(),
+            "file_size" => w.file_size.to_string(),
+            _ => return None,
+        })
     }
 
     /// Reads and checks a spec file.
@@ -673,6 +852,50 @@ mod tests {
         assert_eq!((s.workers[0].files, s.workers[6].files), (4, 0));
         assert_eq!((s.workers[5].step_mib, s.workers[6].dirs), (16, 16));
         assert!(s.workers[0].starts_in_warmup());
+    }
+
+    #[test]
+    fn worker_keys_set_every_worker_of_the_kind_and_refuse_bad_input() {
+        let mut s = Spec::builtin("fsmark-mlock").unwrap();
+        assert_eq!(s.set_worker_key("mlock.size_mib", "384"), Ok(1));
+        assert_eq!(s.worker_key_value("mlock.size_mib").as_deref(), Some("384"));
+        assert_eq!(s.set_worker_key("fs-create.count", "8"), Ok(1));
+        assert_eq!(
+            s.workers
+                .iter()
+                .find(|w| w.kind == WorkerKind::FsCreate)
+                .unwrap()
+                .count,
+            8
+        );
+        let err = |n: &str, v: &str| s.clone().set_worker_key(n, v).unwrap_err();
+        let e = err("anon-hog.size_mib", "10");
+        assert!(
+            e.contains("no `anon-hog` worker") && e.contains("fs-create, mlock"),
+            "{e}"
+        );
+        let e = err("mlok.size_mib", "10");
+        assert!(!is_worker_key("mlok.size_mib"));
+        assert!(
+            e.contains("not a worker kind") && e.contains("mlock"),
+            "{e}"
+        );
+        let e = err("mlock.size_mb", "10");
+        assert!(e.contains("did you mean `mlock.size_mib`"), "{e}");
+        let e = err("mlock.cgroup", "a");
+        assert!(e.contains("settable keys"), "{e}");
+        let e = err("mlock.size_mib", "lots");
+        assert!(e.contains("expected a whole number"), "{e}");
+        let e = err("mlock.size_mib", "-1");
+        assert!(e.contains("expected a whole number"), "{e}");
+        let e = err("mlock.size_mib", "0");
+        assert!(e.contains("size_mib") && e.contains("> 0"), "{e}");
+        let e = err("fs-create.sparse", "yes");
+        assert!(e.contains("true or false"), "{e}");
+        // A key of another kind is refused by the spec's own checks.
+        let e = err("fs-create.step_mib", "4");
+        assert!(e.contains("apply to mlock only"), "{e}");
+        assert!(is_worker_key("mlock.size_mib") && !is_worker_key("vm.dirty_ratio"));
     }
 
     #[test]

@@ -64,7 +64,16 @@ fn emptied_slab_pages_are_reclaim_progress() {
         "{}",
         c.delta("slabs_scanned")
     );
-    assert!(last(&c, "nr_slab_reclaimable") > 10_000);
+    let slab = c
+        .names
+        .iter()
+        .position(|n| n == "nr_slab_reclaimable")
+        .unwrap();
+    let peak = c.rows.iter().map(|r| r[slab]).max().unwrap();
+    assert!(
+        peak > 10_000,
+        "the inode cache was built up: {peak} slab pages"
+    );
     assert_eq!(last(&c, "nr_slab_unreclaimable"), 0);
     assert_eq!(
         c.delta("pgsteal_kswapd") + c.delta("pgsteal_direct"),
@@ -165,7 +174,9 @@ fn sync_reclaim_waits_on_cluster_writes_async_skips() {
 /// rule the run settles (about 1,400 free pages, no kill, 30 s); what else
 /// must reach the OOM killer (the dentry and page-cache allocations of the
 /// creates, a per-node path on 4 nodes) is open in docs/slab.md. Run with
-/// `--ignored` to see it fail.
+/// `--ignored` to see it fail. The progressive squeeze (docs/slab.md, "The
+/// progressive squeeze and the OOM point") does not give the seed's
+/// ordering either, so the test stays ignored.
 #[test]
 #[ignore = "the seed's OOM does not emerge with the kernel's NOFS rule; docs/slab.md"]
 fn nonblocking_unpinned_reclaim_ooms_where_sync_does_not() {

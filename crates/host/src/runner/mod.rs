@@ -35,7 +35,7 @@ use reclaimlab_record::{
     Device, Duration, Machine, Origin, ReclaimScope, RecordWriter, RunMeta, Step, TaskTime,
     Workload,
 };
-use reclaimlab_workload::spec::Spec;
+use reclaimlab_workload::spec::{is_worker_key, Spec};
 use reclaimlab_workload::stutterp::{StutterpParams, MIB};
 
 use crate::cgroup::{self, Sandbox, Version};
@@ -272,6 +272,8 @@ fn apply_sets(opts: &RunOptions, params: &mut StutterpParams) -> Result<Vec<Sysc
             params.set(k, v).map_err(|e| {
                 HostError::with_fix(format!("--set {k}={v}: {e}"), "reclaimlab list params")
             })?;
+        } else if is_worker_key(k) {
+            // Applied to the spec by `with_worker_sets`.
         } else if k == "capture.events" {
             tracefs::check_events_spec(v).map_err(|e| {
                 HostError::with_fix(
@@ -300,7 +302,7 @@ fn apply_sets(opts: &RunOptions, params: &mut StutterpParams) -> Result<Vec<Sysc
         } else {
             return Err(HostError::with_fix(
                 format!("--set {k}={v}: unknown parameter `{k}` for `run`"),
-                "stutterp.* parameters (reclaimlab list params), capture.events, or vm.* sysctls with --scope host",
+                "stutterp.* parameters (reclaimlab list params), a spec's worker keys (mlock.size_mib), capture.events, or vm.* sysctls with --scope host",
             ));
         }
     }
@@ -312,11 +314,38 @@ fn apply_sets(opts: &RunOptions, params: &mut StutterpParams) -> Result<Vec<Sysc
     Ok(sysctls)
 }
 
+/// A spec with the `--set KIND.KEY=V` worker keys applied (`mlock.size_mib=950`:
+/// every mlock worker), before anything is planned or created.
+fn with_worker_sets(opts: &RunOptions, mut spec: Spec) -> Result<Spec> {
+    for (k, v) in opts.sets.iter().filter(|(k, _)| is_worker_key(k)) {
+        spec.set_worker_key(k, v).map_err(|e| {
+            HostError::with_fix(
+                format!("--set {k}={v}: {e}"),
+                "name a worker kind and key of the spec (`reclaimlab list workloads`), e.g. --set mlock.size_mib=900",
+            )
+        })?;
+    }
+    Ok(spec)
+}
+
 /// Runs a workload on this host. See the module documentation for the order of things.
 pub fn run(opts: &RunOptions, stop: Arc<AtomicBool>) -> Result<RunOutcome> {
     if opts.workload == "stutterp" {
+        if let Some((k, _)) = opts.sets.iter().find(|(k, _)| is_worker_key(k)) {
+            return Err(HostError::with_fix(
+                format!("--set {k}: a key of a workload spec's [[worker]] entries, and stutterp is not a spec"),
+                "drop the --set, or give a spec (`reclaimlab list workloads`)",
+            ));
+        }
         return run_workload(opts, stop, Source::Stutterp);
     }
+    let run_workload = |opts: &RunOptions, stop, source: Source| {
+        let source = match source {
+            Source::Spec(spec) => Source::Spec(with_worker_sets(opts, spec)?),
+            s => s,
+        };
+        run_workload(opts, stop, source)
+    };
     let p = Path::new(&opts.workload);
     if !p.exists() {
         if let Some(spec) = Spec::builtin(&opts.workload) {

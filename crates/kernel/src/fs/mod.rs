@@ -125,7 +125,7 @@ pub async fn xfs_create(w: &World, sb: usize, dir: u32) -> CreateResult {
     let Some(dentry) = kmem_cache_alloc(w, Cache::Dentry, Gfp::KERNEL).await else {
         return CreateResult::Killed;
     };
-    let Some(ip) = kmem_cache_alloc(w, Cache::XfsInode, Gfp::NOFS).await else {
+    let Some(ip) = kmem_cache_alloc(w, Cache::XfsInode, Gfp::NOFS_NOFAIL).await else {
         w.k().kmem_cache_free(Cache::Dentry, dentry);
         return CreateResult::Killed;
     };
@@ -139,7 +139,7 @@ pub async fn xfs_create(w: &World, sb: usize, dir: u32) -> CreateResult {
         k.kmem_cache_free(Cache::XfsInode, ip);
         return CreateResult::Killed;
     };
-    let Some(ili) = kmem_cache_alloc(w, Cache::XfsIli, Gfp::NOFS).await else {
+    let Some(ili) = kmem_cache_alloc(w, Cache::XfsIli, Gfp::NOFS_NOFAIL).await else {
         let mut k = w.k();
         k.kmem_cache_free(Cache::Dentry, dentry);
         k.kmem_cache_free(Cache::XfsInode, ip);

@@ -150,9 +150,10 @@ pub(super) fn take_pending(k: &mut Kernel, sb: usize, pages: &[Pfn]) {
 }
 
 /// `xfs_buf_read` of cluster `c` if it is not cached: allocate its pages
-/// and read it (the read-modify-write of a flush). False if the pages
-/// could not be had.
-pub(super) async fn xfs_buf_read(w: &World, sb: usize, c: u32) -> bool {
+/// and read it (the read-modify-write of a flush, or with `for_create` a
+/// create logging an inode into a cluster whose buffer was reclaimed,
+/// counted apart). False if the pages could not be had.
+pub(super) async fn xfs_buf_read(w: &World, sb: usize, c: u32, for_create: bool) -> bool {
     if !w.k().supers[sb].xfs.clusters[c as usize].pages.is_empty() {
         return true;
     }
@@ -161,7 +162,11 @@ pub(super) async fn xfs_buf_read(w: &World, sb: usize, c: u32) -> bool {
     };
     let done = {
         let mut k = w.k();
-        k.supers[sb].xfs.stats.buffer_reads += 1;
+        if for_create {
+            k.supers[sb].xfs.stats.create_buffer_reads += 1;
+        } else {
+            k.supers[sb].xfs.stats.buffer_reads += 1;
+        }
         k.meta_io(sb, CLUSTER_PAGES, false)
     };
     w.sleep_until(done).await;
@@ -206,7 +211,7 @@ pub async fn xlog_grant_head_wait(w: &World, sb: usize) {
 /// `xfs_reclaim_inode` with `SYNC_WAIT`), reading it first if it is not
 /// cached. False if the buffer's pages could not be had.
 pub(super) async fn xfs_iflush_sync(w: &World, sb: usize, c: u32) -> bool {
-    if !xfs_buf_read(w, sb, c).await {
+    if !xfs_buf_read(w, sb, c, false).await {
         return false;
     }
     if w.k().supers[sb].xfs.clusters[c as usize].flushing {
@@ -264,7 +269,7 @@ pub async fn xfsaild(w: Rc<World>, sb: usize) {
         let mut last = 0;
         let mut started = Vec::with_capacity(batch.len());
         for c in batch {
-            if !xfs_buf_read(&w, sb, c).await {
+            if !xfs_buf_read(&w, sb, c, false).await {
                 // No memory for the buffer: back in the AIL for later.
                 let mut k = w.k();
                 let x = &mut k.supers[sb].xfs;

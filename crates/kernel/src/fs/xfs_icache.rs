@@ -94,8 +94,11 @@ pub struct XfsStats {
     pub reclaim_waits: u64,
     /// Time reclaimers spent blocked, ns.
     pub reclaim_wait_ns: u64,
-    /// Cluster buffers read back (read-modify-write).
+    /// Cluster buffers read back by a flush (read-modify-write).
     pub buffer_reads: u64,
+    /// Cluster buffers read back by a create (`async-pinned`: logging an
+    /// inode pins its cluster's buffer, read in if it was reclaimed).
+    pub create_buffer_reads: u64,
     /// Cluster buffers written.
     pub cluster_writes: u64,
     /// Creates that waited for log space.
@@ -110,6 +113,7 @@ impl XfsStats {
         self.reclaim_waits += o.reclaim_waits;
         self.reclaim_wait_ns += o.reclaim_wait_ns;
         self.buffer_reads += o.buffer_reads;
+        self.create_buffer_reads += o.create_buffer_reads;
         self.cluster_writes += o.cluster_writes;
         self.log_waits += o.log_waits;
     }
@@ -332,7 +336,8 @@ pub async fn xfs_ialloc_cluster(w: &World, sb: usize, ag: usize) -> Option<u32> 
             return Some(c);
         }
     };
-    if w.k().xfs_inode_reclaim() == InodeReclaim::AsyncPinned && !xfs_buf_read(w, sb, c).await {
+    if w.k().xfs_inode_reclaim() == InodeReclaim::AsyncPinned && !xfs_buf_read(w, sb, c, true).await
+    {
         return None;
     }
     Some(c)

@@ -29,6 +29,9 @@ pub struct Gfp {
     pub write: bool,
     /// `__GFP_HIGHMEM | __GFP_MOVABLE`: a user page (for trace output only).
     pub user: bool,
+    /// `__GFP_NOFAIL`: the allocation may not fail; once the OOM stage is
+    /// reached it may take pages below the min watermark.
+    pub nofail: bool,
 }
 
 impl Gfp {
@@ -39,6 +42,7 @@ impl Gfp {
         fs: true,
         write: false,
         user: true,
+        nofail: false,
     };
     /// `GFP_KERNEL`: kernel allocations that may enter the filesystem.
     pub const KERNEL: Gfp = Gfp {
@@ -47,6 +51,7 @@ impl Gfp {
         fs: true,
         write: false,
         user: false,
+        nofail: false,
     };
     /// `GFP_NOFS`: allocations inside a filesystem transaction (XFS's
     /// `memalloc_nofs_save` in `xfs_trans_alloc`): reclaim may not call
@@ -57,6 +62,19 @@ impl Gfp {
         fs: false,
         write: false,
         user: false,
+        nofail: false,
+    };
+    /// `GFP_KERNEL | __GFP_NOFAIL` inside a transaction (`PF_MEMALLOC_NOFS`
+    /// makes it `GFP_NOFS`): 5.9 `xfs_inode_alloc` and `xfs_inode_item_init`
+    /// (fs/xfs/xfs_icache.c, xfs_inode_item.c), which cannot fail in a
+    /// transaction.
+    pub const NOFS_NOFAIL: Gfp = Gfp {
+        direct_reclaim: true,
+        io: true,
+        fs: false,
+        write: false,
+        user: false,
+        nofail: true,
     };
     /// The flags as `show_gfp_flags` prints the common combinations.
     pub fn name(&self) -> &'static str {
@@ -75,6 +93,7 @@ impl Gfp {
         fs: true,
         write: true,
         user: true,
+        nofail: false,
     };
 }
 
@@ -407,6 +426,17 @@ async fn alloc_pages_slowpath(w: &World, gfp: Gfp) -> Option<Pfn> {
                 MayOom::Page(p) => return Some(p),
                 MayOom::Retry => {
                     no_progress_loops = 0;
+                    // 5.9 `__alloc_pages_may_oom`: when `out_of_memory`
+                    // returned true (a kill, or "progress" for a global OOM
+                    // without __GFP_FS), a __GFP_NOFAIL allocation gets a
+                    // page with ALLOC_NO_WATERMARKS
+                    // (`__alloc_pages_cpuset_fallback`) — "Help non-failing
+                    // allocations by giving them access to memory reserves".
+                    if gfp.nofail {
+                        if let Some(p) = w.k().get_page_from_freelist(None) {
+                            return Some(p);
+                        }
+                    }
                     if w.k().current().killed {
                         // The victim may allocate from reserves to exit.
                         continue;
