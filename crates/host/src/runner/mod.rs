@@ -799,6 +799,7 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
         .map(|s| s.memory_stat())
         .unwrap_or_default();
     let cg_psi0 = sandbox.as_ref().and_then(cgroup_psi);
+    let mut lru_last: Vec<(String, u64)> = Vec::new();
 
     // 5. The steps.
     let mut steps: Vec<Step> = Vec::new();
@@ -884,6 +885,10 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
             .filter(|(comm, p)| comm == "fio" && !exited(*p))
             .map(|(_, p)| (*p, children::children_of(*p)))
             .collect();
+        // The cgroup's LRU lists while the workers still hold their pages.
+        if let Some(sb) = &sandbox {
+            lru_last = sb.memory_stat();
+        }
         // Stop the step's workers: by group, so fio's job processes go too.
         match &sandbox {
             Some(sb) => {
@@ -1010,7 +1015,7 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
     }
     let mut cg_records = Vec::new();
     if let Some(sb) = &sandbox {
-        notes.extend(cgroup_notes(sb, &stat0, cg_psi0));
+        notes.extend(cgroup_notes(sb, &stat0, &lru_last, cg_psi0));
         if opts.scope == Scope::Cgroup || !cg_plans.is_empty() {
             let lim = (opts.scope == Scope::Cgroup).then_some(memory);
             cg_records = cgtree::records(&sb.dir, sb.version, lim, &cg_plans);

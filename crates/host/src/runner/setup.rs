@@ -18,6 +18,7 @@ pub(super) fn cgroup_psi(sb: &Sandbox) -> Option<sys::Psi> {
 pub(super) fn cgroup_notes(
     sb: &Sandbox,
     stat0: &[(String, u64)],
+    lru_last: &[(String, u64)],
     psi0: Option<sys::Psi>,
 ) -> Vec<String> {
     let mut notes = Vec::new();
@@ -53,9 +54,9 @@ pub(super) fn cgroup_notes(
             parts.join(", ")
         ));
     }
-    // The LRU lists at the end, as the simulator's vmstat gauges show them
-    // (which lists a workload's pages ended on: the hogs' anon pages active
-    // or not says whether reclaim protected them).
+    // The LRU lists at the end of the last step, read before its workers
+    // were killed, as the simulator's vmstat gauges show them (whether the
+    // hogs' anon pages ended active says whether reclaim protected them).
     let lru: Vec<String> = [
         "inactive_anon",
         "active_anon",
@@ -65,12 +66,15 @@ pub(super) fn cgroup_notes(
     ]
     .iter()
     .filter_map(|k| {
-        let v = stat1.iter().find(|(n, _)| n == k)?.1;
+        let v = lru_last.iter().find(|(n, _)| n == k)?.1;
         Some(format!("{k} {}", human_bytes(v)))
     })
     .collect();
     if !lru.is_empty() {
-        notes.push(format!("cgroup LRU lists at the end: {}", lru.join(", ")));
+        notes.push(format!(
+            "cgroup LRU lists at the end of the last step: {}",
+            lru.join(", ")
+        ));
     }
     if let Some(p) = sb.peak_bytes() {
         notes.push(format!("cgroup peak memory usage {}", human_bytes(p)));
