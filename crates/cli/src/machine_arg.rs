@@ -312,6 +312,7 @@ mod tests {
             mib: 256,
             when_unix: 1_700_000_000,
             latency: None,
+            direct: None,
         };
         for (a, mem, swap) in [
             ("host", 8192, 0),
