@@ -842,6 +842,7 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
         procs_for: &procs_for,
         dir_for: &dir_for,
         fs_mnt: fs_mnt.as_deref(),
+        oom_root: sandbox.as_ref().map(|sb| (sb.dir.as_path(), sb.version)),
     };
     // The runner reaps fio's job processes itself (children.rs); restored after the steps.
     let was_subreaper = children::is_subreaper();
@@ -872,7 +873,9 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
             lat_files,
             elapsed,
             worker_logs,
+            notes: step_notes,
         } = so;
+        notes.extend(step_notes);
         match step_result {
             Ok(true) => {}
             Ok(false) => interrupted = true,

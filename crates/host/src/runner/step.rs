@@ -22,6 +22,26 @@ pub(super) struct StepCtx<'a> {
     pub(super) dir_for: &'a dyn Fn(Option<&str>) -> PathBuf,
     /// The mounted filesystem image of the fs-create workers, if any.
     pub(super) fs_mnt: Option<&'a Path>,
+    /// The run's memory cgroup and its version, whose OOM kill counters
+    /// (its own and its children's) tell an OOM-killed fio from a failed one.
+    pub(super) oom_root: Option<(&'a Path, cgroup::Version)>,
+}
+
+/// OOM kills counted so far in `dir` and every cgroup below it (v1
+/// counters are per cgroup; v2's `memory.events` is hierarchical, so a kill
+/// may count more than once: only an increase matters here).
+fn oom_kills_in_tree(dir: &Path, v: cgroup::Version, depth: u32) -> u64 {
+    let mut n = crate::oomcapture::cgroup_oom_kills(dir, v);
+    if depth < 8 {
+        if let Ok(rd) = fs::read_dir(dir) {
+            for e in rd.flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    n += oom_kills_in_tree(&e.path(), v, depth + 1);
+                }
+            }
+        }
+    }
+    n
 }
 
 /// What a step started and measured.
@@ -35,6 +55,8 @@ pub(super) struct StepOut {
     pub(super) elapsed: Vec<(String, u32, f64, f64)>,
     /// The mlock and fs-create workers' logs: (comm, file), for the notes.
     pub(super) worker_logs: Vec<(String, PathBuf)>,
+    /// Notes of the step (a fio that ended after an OOM kill).
+    pub(super) notes: Vec<String>,
 }
 
 /// Runs one step until its end, a stop request or an error; `Ok(false)`
@@ -188,9 +210,36 @@ pub(super) fn run_step(ctx: &StepCtx, work: &plan::StepWork, out: &mut StepOut) 
     for p in &work.early {
         spawn(p, out)?;
     }
-    let fio_alive = |checks: &[(u32, PathBuf, PathBuf)]| -> Result<()> {
-        for (pid, log, job) in checks {
-            if exited(*pid) {
+    // A fio that exits during the step failed, unless the kernel's OOM
+    // killer acted in the run's cgroups meanwhile: a kill is the workload's
+    // outcome, recorded (oomwork.rs), and the step goes on without it.
+    let oom_at_start = ctx.oom_root.map(|(d, v)| oom_kills_in_tree(d, v, 0));
+    let fio_alive = |checks: &mut Vec<(u32, PathBuf, PathBuf)>,
+                     notes: &mut Vec<String>|
+     -> Result<()> {
+        let oom_now = ctx.oom_root.map(|(d, v)| oom_kills_in_tree(d, v, 0));
+        let mut i = 0;
+        while i < checks.len() {
+            let (pid, log, job) = &checks[i];
+            if !exited(*pid) {
+                i += 1;
+                continue;
+            }
+            if let (Some(a), Some(b)) = (oom_at_start, oom_now) {
+                if b > a {
+                    let at = sys::mono_ns().saturating_sub(ctx.t0) as f64 / 1e9;
+                    let note = format!(
+                        "step {t}: fio (pid {pid}, {}) ended at t={at:.1} s after {} OOM kill(s) in the run's cgroups; the step went on without it",
+                        job.display(),
+                        b - a
+                    );
+                    say(&note);
+                    notes.push(note);
+                    checks.remove(i);
+                    continue;
+                }
+            }
+            {
                 return Err(HostError::with_fix(
                     format!(
                         "fio exited during step {t}; its log ends:\n{}",
@@ -205,7 +254,11 @@ pub(super) fn run_step(ctx: &StepCtx, work: &plan::StepWork, out: &mut StepOut) 
         }
         Ok(())
     };
-    if !wait(ctx.stop, ctx.warmup, || fio_alive(&alive_checks))? {
+    let mut step_notes = Vec::new();
+    if !wait(ctx.stop, ctx.warmup, || {
+        fio_alive(&mut alive_checks, &mut step_notes)
+    })? {
+        out.notes.append(&mut step_notes);
         return Ok(false);
     }
     for fp in work.fio.iter().filter(|f| !f.early) {
@@ -219,6 +272,7 @@ pub(super) fn run_step(ctx: &StepCtx, work: &plan::StepWork, out: &mut StepOut) 
     let had_finite = !finite.is_empty();
     while sys::mono_ns() < end {
         if ctx.stop.load(Ordering::Relaxed) {
+            out.notes.append(&mut step_notes);
             return Ok(false);
         }
         let now = sys::mono_ns();
@@ -243,9 +297,39 @@ pub(super) fn run_step(ctx: &StepCtx, work: &plan::StepWork, out: &mut StepOut) 
         }
         // (fio's own runtime ends with the step: no check in its last seconds.)
         if now + 2_000_000_000 < end {
-            fio_alive(&alive_checks)?;
+            if let Err(e) = fio_alive(&mut alive_checks, &mut step_notes) {
+                out.notes.append(&mut step_notes);
+                return Err(e);
+            }
         }
         std::thread::sleep(StdDuration::from_millis(20));
     }
+    out.notes.append(&mut step_notes);
     Ok(!ctx.stop.load(Ordering::Relaxed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Kills in a child cgroup count (v1 counters are per cgroup), so an
+    /// OOM-killed congester's fio is told from a failed one.
+    #[test]
+    fn oom_kills_are_summed_over_the_tree() {
+        let d = std::env::temp_dir().join(format!("rl-oomtree-{}", std::process::id()));
+        let child = d.join("congester");
+        fs::create_dir_all(&child).unwrap();
+        let ctl = |n: u64| format!("oom_kill_disable 0\nunder_oom 0\noom_kill {n}\n");
+        fs::write(d.join("memory.oom_control"), ctl(0)).unwrap();
+        fs::write(child.join("memory.oom_control"), ctl(0)).unwrap();
+        assert_eq!(oom_kills_in_tree(&d, cgroup::Version::V1, 0), 0);
+        fs::write(child.join("memory.oom_control"), ctl(1)).unwrap();
+        assert_eq!(oom_kills_in_tree(&d, cgroup::Version::V1, 0), 1);
+        // No counter file (no memory controller there): nothing counted.
+        assert_eq!(
+            oom_kills_in_tree(&d.join("missing"), cgroup::Version::V2, 0),
+            0
+        );
+        fs::remove_dir_all(&d).unwrap();
+    }
 }
