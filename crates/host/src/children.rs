@@ -186,7 +186,13 @@ mod tests {
             // Reaped below by reap_tree's wait4, not by Child::wait.
             #[allow(clippy::zombie_processes)]
             let ch = Command::new("sh")
-                .args(["-c", "sh -c 'while :; do :; done' & sleep 30"])
+                // Two CPU burners and the builtin `wait`: the shell stays
+                // a shell with exactly two children (a last command such as
+                // `sleep` may be exec'd in place of the shell by dash).
+                .args([
+                    "-c",
+                    "sh -c 'while :; do :; done' & sh -c 'while :; do :; done' & wait",
+                ])
                 .spawn()
                 .expect("sh");
             let pid = ch.id();
@@ -199,8 +205,23 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(10));
             };
             assert_eq!(kids.len(), 2, "{kids:?}");
-            // Let the loop burn about 0.6 s of CPU.
-            std::thread::sleep(Duration::from_millis(600));
+            // Let the loops burn at least 0.4 s of CPU between them, however
+            // busy the machine is (read from /proc, in clock ticks).
+            let ticks = |p: u32| -> u64 {
+                let st = fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
+                st.rfind(')').map_or(0, |i| {
+                    let f: Vec<&str> = st[i + 1..].split_whitespace().collect();
+                    let n = |k: usize| f.get(k).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
+                    n(11) + n(12)
+                })
+            };
+            // SAFETY: sysconf has no preconditions.
+            let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+            let end = Instant::now() + Duration::from_secs(20);
+            while kids.iter().map(|&k| ticks(k)).sum::<u64>() * 10 < 4 * hz && Instant::now() < end
+            {
+                std::thread::sleep(Duration::from_millis(50));
+            }
             for p in std::iter::once(pid).chain(kids.iter().copied()) {
                 // SAFETY: signalling processes this test started.
                 unsafe { libc::kill(p as i32, libc::SIGKILL) };
