@@ -24,6 +24,7 @@
 pub mod fidelity;
 pub mod format;
 pub mod input;
+pub mod kernel_notes;
 pub mod model;
 pub mod monitor;
 pub mod oom_point;

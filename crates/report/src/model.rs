@@ -629,6 +629,7 @@ pub fn build_report(runs: &[RunInput], opts: Options) -> Report {
                 r.name, r.reclaim_scope
             ));
         }
+        notes.extend(crate::kernel_notes::notes(r));
     }
 
     let (differences, settings_in_some_runs) = differences(runs);
