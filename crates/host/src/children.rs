@@ -27,10 +27,9 @@ use std::fs;
 
 /// `ppid` and state of a `/proc/PID/stat` line (fields 4 and 3).
 pub fn parse_stat_ppid(stat: &str) -> Option<(u32, char)> {
-    // comm may hold spaces and parentheses: the fields after it start after the last ')'.
-    let mut rest = stat[stat.rfind(')')? + 1..].split_whitespace();
-    let state = rest.next()?.chars().next()?;
-    let ppid = rest.next()?.parse().ok()?;
+    let f = crate::sys::stat_fields(stat)?;
+    let state = f.first()?.chars().next()?;
+    let ppid = f.get(4 - 3)?.parse().ok()?;
     Some((ppid, state))
 }
 
@@ -209,11 +208,14 @@ mod tests {
             // busy the machine is (read from /proc, in clock ticks).
             let ticks = |p: u32| -> u64 {
                 let st = fs::read_to_string(format!("/proc/{p}/stat")).unwrap_or_default();
-                st.rfind(')').map_or(0, |i| {
-                    let f: Vec<&str> = st[i + 1..].split_whitespace().collect();
-                    let n = |k: usize| f.get(k).and_then(|x| x.parse::<u64>().ok()).unwrap_or(0);
-                    n(11) + n(12)
-                })
+                let f = crate::sys::stat_fields(&st).unwrap_or_default();
+                // Fields 14 and 15: utime, stime.
+                let n = |k: usize| {
+                    f.get(k - 3)
+                        .and_then(|x| x.parse::<u64>().ok())
+                        .unwrap_or(0)
+                };
+                n(14) + n(15)
             };
             // SAFETY: sysconf has no preconditions.
             let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;

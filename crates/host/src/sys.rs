@@ -253,11 +253,16 @@ pub fn pid_start_time(pid: u32) -> Option<u64> {
     parse_stat_start_time(&s)
 }
 
+/// The fields of a `/proc/PID/stat` line from field 3 (`state`) on: index
+/// `n - 3` is field `n` of proc(5). `comm` may hold spaces and parentheses,
+/// so the fields restart after the last ')'.
+pub fn stat_fields(stat: &str) -> Option<Vec<&str>> {
+    Some(stat[stat.rfind(')')? + 1..].split_whitespace().collect())
+}
+
 /// Field 22 (`starttime`) of a `/proc/PID/stat` line.
 pub fn parse_stat_start_time(stat: &str) -> Option<u64> {
-    // comm may contain spaces and parentheses: fields restart after the last ')'.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    rest.split_whitespace().nth(19)?.parse().ok()
+    stat_fields(stat)?.get(22 - 3)?.parse().ok()
 }
 
 #[cfg(test)]
