@@ -32,6 +32,28 @@ pub fn cgroup_oom_kills(dir: &Path, version: Version) -> u64 {
         .unwrap_or(0)
 }
 
+/// OOM kills in the memory cgroup `dir` and every cgroup below it: v2's
+/// `memory.events` is hierarchical, so its own counter; v1 counts per
+/// cgroup, so the sum over the tree (a kill in a spec's child cgroup is not
+/// in the run's cgroup's `memory.oom_control`).
+pub fn cgroup_tree_oom_kills(dir: &Path, version: Version) -> u64 {
+    fn v1_sum(dir: &Path, depth: u32) -> u64 {
+        let mut n = cgroup_oom_kills(dir, Version::V1);
+        if depth < 8 {
+            for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    n += v1_sum(&e.path(), depth + 1);
+                }
+            }
+        }
+        n
+    }
+    match version {
+        Version::V1 => v1_sum(dir, 0),
+        Version::V2 => cgroup_oom_kills(dir, Version::V2),
+    }
+}
+
 /// The kernel log as `dmesg` prints it (`[seconds] text` lines), or `None`
 /// where it cannot be read (not root, `kernel.dmesg_restrict`).
 pub fn read_kernel_log() -> Option<String> {
@@ -144,6 +166,27 @@ mod tests {
 
     /// A memcg OOM report as 5.15 prints it: the victim, its rss, the
     /// cgroup's usage and limit, and only the run's own pids.
+    /// v1: a kill in a child cgroup counts (its counters are per cgroup);
+    /// v2: the top's hierarchical counter alone.
+    #[test]
+    fn oom_kills_are_counted_over_the_tree() {
+        let d = std::env::temp_dir().join(format!("rl-oomtree-{}", std::process::id()));
+        let child = d.join("congester");
+        std::fs::create_dir_all(&child).unwrap();
+        let ctl = |n: u64| format!("oom_kill_disable 0\nunder_oom 0\noom_kill {n}\n");
+        std::fs::write(d.join("memory.oom_control"), ctl(0)).unwrap();
+        std::fs::write(child.join("memory.oom_control"), ctl(0)).unwrap();
+        assert_eq!(cgroup_tree_oom_kills(&d, Version::V1), 0);
+        std::fs::write(child.join("memory.oom_control"), ctl(1)).unwrap();
+        assert_eq!(cgroup_tree_oom_kills(&d, Version::V1), 1);
+        let ev = |n: u64| format!("low 0\nhigh 0\nmax 3\noom 1\noom_kill {n}\n");
+        std::fs::write(d.join("memory.events"), ev(1)).unwrap();
+        std::fs::write(child.join("memory.events"), ev(1)).unwrap();
+        assert_eq!(cgroup_tree_oom_kills(&d, Version::V2), 1);
+        assert_eq!(cgroup_tree_oom_kills(&d.join("missing"), Version::V2), 0);
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
     #[test]
     fn a_memcg_oom_report_becomes_a_kill_record() {
         let log = "[  90.000000] earlier: Killed process 77 (mlock) total-vm:1kB, anon-rss:1kB\n\

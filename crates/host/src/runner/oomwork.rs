@@ -148,10 +148,10 @@ pub(super) fn capture_kills(
         }
     }
     if let Some(sb) = sandbox {
-        let n = crate::oomcapture::cgroup_oom_kills(&sb.dir, sb.version);
+        let n = crate::oomcapture::cgroup_tree_oom_kills(&sb.dir, sb.version);
         if n > 0 || !oom_kills.is_empty() {
             notes.push(format!(
-                "OOM kills: {n} by the cgroup's counter ({}), {} of the run's processes in the kernel log",
+                "OOM kills: {n} by the counters of the run's cgroups ({}), {} of the run's processes in the kernel log",
                 match sb.version {
                     crate::cgroup::Version::V1 => "memory.oom_control oom_kill",
                     crate::cgroup::Version::V2 => "memory.events oom_kill",

@@ -27,23 +27,6 @@ pub(super) struct StepCtx<'a> {
     pub(super) oom_root: Option<(&'a Path, cgroup::Version)>,
 }
 
-/// OOM kills counted so far in `dir` and every cgroup below it (v1
-/// counters are per cgroup; v2's `memory.events` is hierarchical, so a kill
-/// may count more than once: only an increase matters here).
-fn oom_kills_in_tree(dir: &Path, v: cgroup::Version, depth: u32) -> u64 {
-    let mut n = crate::oomcapture::cgroup_oom_kills(dir, v);
-    if depth < 8 {
-        if let Ok(rd) = fs::read_dir(dir) {
-            for e in rd.flatten() {
-                if e.file_type().is_ok_and(|t| t.is_dir()) {
-                    n += oom_kills_in_tree(&e.path(), v, depth + 1);
-                }
-            }
-        }
-    }
-    n
-}
-
 /// What a step started and measured.
 #[derive(Default)]
 pub(super) struct StepOut {
@@ -213,11 +196,15 @@ pub(super) fn run_step(ctx: &StepCtx, work: &plan::StepWork, out: &mut StepOut) 
     // A fio that exits during the step failed, unless the kernel's OOM
     // killer acted in the run's cgroups meanwhile: a kill is the workload's
     // outcome, recorded (oomwork.rs), and the step goes on without it.
-    let oom_at_start = ctx.oom_root.map(|(d, v)| oom_kills_in_tree(d, v, 0));
+    let oom_at_start = ctx
+        .oom_root
+        .map(|(d, v)| crate::oomcapture::cgroup_tree_oom_kills(d, v));
     let fio_alive = |checks: &mut Vec<(u32, PathBuf, PathBuf)>,
                      notes: &mut Vec<String>|
      -> Result<()> {
-        let oom_now = ctx.oom_root.map(|(d, v)| oom_kills_in_tree(d, v, 0));
+        let oom_now = ctx
+            .oom_root
+            .map(|(d, v)| crate::oomcapture::cgroup_tree_oom_kills(d, v));
         let mut i = 0;
         while i < checks.len() {
             let (pid, log, job) = &checks[i];
@@ -306,30 +293,4 @@ pub(super) fn run_step(ctx: &StepCtx, work: &plan::StepWork, out: &mut StepOut) 
     }
     out.notes.append(&mut step_notes);
     Ok(!ctx.stop.load(Ordering::Relaxed))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// Kills in a child cgroup count (v1 counters are per cgroup), so an
-    /// OOM-killed congester's fio is told from a failed one.
-    #[test]
-    fn oom_kills_are_summed_over_the_tree() {
-        let d = std::env::temp_dir().join(format!("rl-oomtree-{}", std::process::id()));
-        let child = d.join("congester");
-        fs::create_dir_all(&child).unwrap();
-        let ctl = |n: u64| format!("oom_kill_disable 0\nunder_oom 0\noom_kill {n}\n");
-        fs::write(d.join("memory.oom_control"), ctl(0)).unwrap();
-        fs::write(child.join("memory.oom_control"), ctl(0)).unwrap();
-        assert_eq!(oom_kills_in_tree(&d, cgroup::Version::V1, 0), 0);
-        fs::write(child.join("memory.oom_control"), ctl(1)).unwrap();
-        assert_eq!(oom_kills_in_tree(&d, cgroup::Version::V1, 0), 1);
-        // No counter file (no memory controller there): nothing counted.
-        assert_eq!(
-            oom_kills_in_tree(&d.join("missing"), cgroup::Version::V2, 0),
-            0
-        );
-        fs::remove_dir_all(&d).unwrap();
-    }
 }
