@@ -119,6 +119,18 @@ impl Latency {
     }
 }
 
+/// `O_DIRECT` wants buffers aligned to the logical block size (4 KiB at
+/// most on the disks here): room for `len` bytes at a 4 KiB boundary.
+fn direct_buf(len: usize) -> Vec<u8> {
+    vec![0u8; len + 4096]
+}
+
+/// The 4 KiB-aligned `len` bytes of a [`direct_buf`].
+fn aligned(raw: &mut [u8], len: usize) -> &mut [u8] {
+    let off = raw.as_ptr().align_offset(4096);
+    &mut raw[off..off + len]
+}
+
 /// Reads per pattern, and the time each pattern may take at most.
 const LATENCY_READS: u32 = 1_000;
 const LATENCY_BUDGET: std::time::Duration = std::time::Duration::from_secs(2);
@@ -135,10 +147,8 @@ fn measure_latency(path: &Path, bytes: u64) -> Option<Latency> {
         .custom_flags(libc::O_DIRECT)
         .open(path)
         .ok()?;
-    // O_DIRECT wants a buffer aligned to the logical block size.
-    let mut raw = vec![0u8; 2 * BLOCK];
-    let off = raw.as_ptr().align_offset(BLOCK);
-    let buf = &mut raw[off..off + BLOCK];
+    let mut raw = direct_buf(BLOCK);
+    let buf = aligned(&mut raw, BLOCK);
     let blocks = bytes / BLOCK as u64;
     if blocks < 2 * u64::from(LATENCY_READS) {
         return None;
@@ -196,10 +206,8 @@ fn direct_pass(path: &Path, bytes: u64, write: bool) -> Option<f64> {
             .map(|i| {
                 let f = &f;
                 s.spawn(move || -> Option<u64> {
-                    // O_DIRECT wants a buffer aligned to the logical block size.
-                    let mut raw = vec![0u8; BLOCK + 4096];
-                    let off = raw.as_ptr().align_offset(4096);
-                    let buf = &mut raw[off..off + BLOCK];
+                    let mut raw = direct_buf(BLOCK);
+                    let buf = aligned(&mut raw, BLOCK);
                     buf.fill(0x5a);
                     let mut done = 0u64;
                     let mut b = i;
