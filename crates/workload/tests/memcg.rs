@@ -381,3 +381,43 @@ fn a_v2_cgroups_writer_is_held_to_the_cgroups_own_dirty_limit() {
         );
     }
 }
+
+/// `shrink_folio_list` → `add_to_swap` → `try_to_unmap` → `pageout`
+/// (6.1): an anonymous page's way to swap costs its reclaimer CPU that a
+/// clean file page's does not (`cost.swapout_page_ns`, measured by the
+/// `anon_reclaim_cost` example). A hog cycling through swap in its cgroup
+/// pays it once per page written to swap: its system time per swap-out
+/// rises by the parameter, within the noise of everything else it does.
+#[test]
+fn each_swap_out_costs_its_reclaimer_the_swapout_cpu() {
+    const SWAPPY: &str = "name='swappy'\ncpus=2\nmemory_mib=1024\nswap_mib=1024\n[[devices]]\nname='sda'\nwrite_mb_s=2000\nread_mb_s=2000\nlatency_us=20\nseek_us=5\n";
+    let spec = "name='cycle'\nduration_s=4\nwarmup_s=0\n\
+        [[cgroup]]\nname='box'\nmemory_max='32M'\n\
+        [[worker]]\nkind='anon-hog'\nsize_mib=96\ncgroup='box'\n";
+    let per_swapout = |ns: &str| {
+        let (c, s) = sim(
+            &machine(SWAPPY),
+            "v6.1",
+            spec,
+            1,
+            &[("cost.swapout_page_ns", ns)],
+        );
+        let sys: f64 = s
+            .tasks
+            .iter()
+            .filter(|t| t.comm == "memory-hog")
+            .map(|t| t.system_s)
+            .sum();
+        let out = c.delta("pswpout");
+        assert!(
+            out > 10_000,
+            "the hog must cycle through swap: {out} swap-outs"
+        );
+        sys * 1e9 / out as f64
+    };
+    let (without, with) = (per_swapout("0"), per_swapout("5000"));
+    assert!(
+        (with - without - 5000.0).abs() < 1500.0,
+        "system ns per swap-out: {without:.0} without the cost, {with:.0} with 5000"
+    );
+}

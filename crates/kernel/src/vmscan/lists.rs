@@ -79,6 +79,24 @@ struct BatchIo {
     waits: Vec<Pfn>,
 }
 
+impl BatchIo {
+    /// CPU of `shrink_folio_list`'s decisions beyond the scan: each page
+    /// freed, each write submitted, and for each anonymous page sent to
+    /// swap the unmap and swap-cache work of `try_to_unmap` and
+    /// `add_to_swap` (measured on the real kernel apart from a clean file
+    /// page's reclaim, which costs under 0.5 µs: docs/bench/cpu-costs.md).
+    fn decision_cost(&self, p: &crate::params::Params, nr_reclaimed: u64) -> u64 {
+        let swapouts = self
+            .writes
+            .iter()
+            .filter(|w| w.1 == ReqKind::SwapOut)
+            .count() as u64;
+        nr_reclaimed * p.cost_reclaim_ns
+            + self.writes.len() as u64 * p.cost_io_submit_ns
+            + swapouts * p.cost_swapout_ns
+    }
+}
+
 impl Kernel {
     /// `isolate_lru_folios`: takes up to `nr_to_scan` pages from the tail of
     /// `lru`, holding `lru_lock` meanwhile. Returns the pages and the ns the
@@ -546,9 +564,7 @@ pub(super) async fn shrink_inactive_list(
     let cost = {
         let k = w.k();
         let p = &k.params;
-        spin + nr_taken * p.cost_scan_ns
-            + nr_reclaimed * p.cost_reclaim_ns
-            + io.writes.len() as u64 * p.cost_io_submit_ns
+        spin + nr_taken * p.cost_scan_ns + io.decision_cost(p, nr_reclaimed)
     };
     run_on_cpu(w, 0, cost).await;
     // pageout() submits its bio from inside shrink_page_list, so a
@@ -568,10 +584,7 @@ pub(super) async fn shrink_inactive_list(
         let (r, a) =
             w.k()
                 .shrink_folio_list(&mut again, &mut survivors, nid, sc, &mut stat, &mut io);
-        let cost = {
-            let k = w.k();
-            r * k.params.cost_reclaim_ns + io.writes.len() as u64 * k.params.cost_io_submit_ns
-        };
+        let cost = io.decision_cost(&w.k().params, r);
         run_on_cpu(w, 0, cost).await;
         if !io.writes.is_empty() {
             submit_pageouts(w, std::mem::take(&mut io.writes)).await;

@@ -1,0 +1,274 @@
+//! Measures, on this host's real kernel, what one anonymous page's trip
+//! through swap costs in CPU: the simulator's `cost.fault_ns`,
+//! `cost.scan_page_ns`, `cost.reclaim_page_ns` and `cost.io_submit_page_ns`
+//! together, which docs/bench/cpu-costs.md lists as estimates.
+//!
+//! Method: a thread inside a 64 MiB memory cgroup maps 256 MiB of
+//! anonymous memory (`MADV_NOHUGEPAGE`: order-0 pages, as the simulator has)
+//! and writes one non-zero word per page, pass after pass (non-zero, so
+//! 6.12's zeromap cannot skip the writes). After the first pass every page
+//! it touches was swapped out: its fault reads it back (swap-in), and the
+//! charge of that page makes the thread reclaim another one (limit reclaim:
+//! scan, unmap, add to swap, submit its write). The thread's system time per
+//! swapped-in page is then the whole cycle: one swap-in fault and one
+//! page's reclaim, each with its I/O submission (waiting for the disk is not
+//! CPU time). `/proc/vmstat` gives the pages swapped in and out and those
+//! scanned and reclaimed (host-wide: run it on a quiet host).
+//!
+//! Needs root, a memory cgroup, `mkswap`, and 1 GiB free in `$TMPDIR` (or
+//! the current directory) for a temporary swap file; the swap file and the
+//! cgroup are removed at the end, also when the measurement panics.
+//! Interrupting it with Ctrl-C leaves them: `swapoff FILE; rm FILE; rmdir
+//! CGROUP` (the paths are printed first).
+//!
+//! Run: `cargo run --release -p reclaimlab-host --example anon_reclaim_cost`
+//! Results: docs/bench/cpu-costs.md
+
+use std::fs::{self, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+const MIB: usize = 1 << 20;
+const MAP_MIB: usize = 256;
+const LIMIT_MIB: usize = 64;
+const SWAP_MIB: usize = 1024;
+const PASSES: usize = 5;
+
+/// This thread's system time, ns (`RUSAGE_THREAD`).
+fn thread_stime_ns() -> u64 {
+    // SAFETY: getrusage writes into the zeroed struct we pass.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    ru.ru_stime.tv_sec as u64 * 1_000_000_000 + ru.ru_stime.tv_usec as u64 * 1000
+}
+
+/// A `/proc/vmstat` counter.
+fn vmstat(key: &str) -> u64 {
+    fs::read_to_string("/proc/vmstat")
+        .ok()
+        .and_then(|t| {
+            t.lines().find_map(|l| {
+                let (k, v) = l.split_once(' ')?;
+                (k == key).then(|| v.trim().parse().ok())?
+            })
+        })
+        .unwrap_or(0)
+}
+
+/// A temporary swap file, swapped off and removed on drop.
+struct SwapFile(PathBuf);
+
+impl SwapFile {
+    fn create(path: PathBuf) -> Result<SwapFile, String> {
+        let mut f = OpenOptions::new()
+            .create_new(true)
+            .write(true)
+            .open(&path)
+            .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+        let guard = SwapFile(path);
+        let zero = vec![0u8; MIB];
+        for _ in 0..SWAP_MIB {
+            f.write_all(&zero)
+                .map_err(|e| format!("cannot write {}: {e}", guard.0.display()))?;
+        }
+        f.sync_all().map_err(|e| format!("fsync: {e}"))?;
+        use std::os::unix::fs::PermissionsExt;
+        let _ = fs::set_permissions(&guard.0, fs::Permissions::from_mode(0o600));
+        let ok = std::process::Command::new("mkswap")
+            .arg(&guard.0)
+            .stdout(std::process::Stdio::null())
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        if !ok {
+            return Err("mkswap failed (is util-linux installed?)".into());
+        }
+        let c = std::ffi::CString::new(guard.0.as_os_str().to_string_lossy().as_bytes())
+            .map_err(|_| "swap file path has a NUL byte".to_string())?;
+        // SAFETY: a valid NUL-terminated path; no memory is shared.
+        if unsafe { libc::swapon(c.as_ptr(), 0) } != 0 {
+            return Err(format!(
+                "swapon {}: {}",
+                guard.0.display(),
+                std::io::Error::last_os_error()
+            ));
+        }
+        Ok(guard)
+    }
+}
+
+impl Drop for SwapFile {
+    fn drop(&mut self) {
+        if let Ok(c) = std::ffi::CString::new(self.0.as_os_str().to_string_lossy().as_bytes()) {
+            // SAFETY: as in create.
+            unsafe { libc::swapoff(c.as_ptr()) };
+        }
+        let _ = fs::remove_file(&self.0);
+    }
+}
+
+/// The memory cgroup, v2 or v1, removed on drop.
+struct Memcg {
+    dir: PathBuf,
+    limit_file: &'static str,
+    procs_file: &'static str,
+    parent_procs: PathBuf,
+}
+
+impl Memcg {
+    fn create() -> Result<Memcg, String> {
+        let name = "reclaimlab-anon-reclaim-cost";
+        let v2 = Path::new("/sys/fs/cgroup/cgroup.controllers");
+        if fs::read_to_string(v2).is_ok_and(|s| s.contains("memory")) {
+            let parent = PathBuf::from("/sys/fs/cgroup");
+            let _ = fs::write(parent.join("cgroup.subtree_control"), "+memory");
+            let dir = parent.join(name);
+            fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            return Ok(Memcg {
+                dir,
+                limit_file: "memory.max",
+                procs_file: "cgroup.threads",
+                parent_procs: parent.join("cgroup.threads"),
+            });
+        }
+        let parent = PathBuf::from("/sys/fs/cgroup/memory");
+        if parent.join("memory.limit_in_bytes").exists() {
+            let dir = parent.join(name);
+            fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            return Ok(Memcg {
+                dir,
+                limit_file: "memory.limit_in_bytes",
+                procs_file: "tasks",
+                parent_procs: parent.join("tasks"),
+            });
+        }
+        Err("no memory cgroup (v2 memory controller or v1 memory hierarchy)".into())
+    }
+
+    fn tid() -> String {
+        // SAFETY: gettid has no preconditions.
+        unsafe { libc::syscall(libc::SYS_gettid) }.to_string()
+    }
+
+    fn enter(&self) {
+        fs::write(
+            self.dir.join(self.limit_file),
+            (LIMIT_MIB * MIB).to_string(),
+        )
+        .expect("set the limit");
+        fs::write(self.dir.join(self.procs_file), Self::tid()).expect("enter the cgroup");
+    }
+
+    fn leave(&self) {
+        let _ = fs::write(&self.parent_procs, Self::tid());
+    }
+}
+
+impl Drop for Memcg {
+    fn drop(&mut self) {
+        self.leave();
+        for _ in 0..50 {
+            if fs::remove_dir(&self.dir).is_ok() {
+                return;
+            }
+            let _ = fs::write(self.dir.join("memory.force_empty"), "0");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        eprintln!("anon_reclaim_cost: could not remove {}", self.dir.display());
+    }
+}
+
+const COUNTERS: [&str; 6] = [
+    "pswpin",
+    "pswpout",
+    "pgscan_anon",
+    "pgsteal_anon",
+    "pgmajfault",
+    "pgfault",
+];
+
+fn main() {
+    let dir = std::env::var_os("TMPDIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("."));
+    let swap_path = dir.join(".reclaimlab-anon-reclaim-cost.swap");
+    let memcg = Memcg::create().unwrap_or_else(|e| {
+        eprintln!("anon_reclaim_cost: {e}; run as root on a host with memory cgroups");
+        std::process::exit(2);
+    });
+    eprintln!(
+        "anon_reclaim_cost: cgroup {}, swap file {} (both removed at the end)",
+        memcg.dir.display(),
+        swap_path.display()
+    );
+    let swap = SwapFile::create(swap_path).unwrap_or_else(|e| {
+        eprintln!("anon_reclaim_cost: {e}");
+        std::process::exit(2);
+    });
+    let bytes = MAP_MIB * MIB;
+    // SAFETY: a private anonymous mapping of `bytes`, unmapped below.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert!(p != libc::MAP_FAILED, "mmap");
+    // SAFETY: advice on our own mapping.
+    unsafe { libc::madvise(p, bytes, libc::MADV_NOHUGEPAGE) };
+    let words = p as *mut u64;
+    let step = 4096 / 8;
+    memcg.enter();
+    println!("| pass | system ms | swap-ins | swap-outs | anon scanned | anon reclaimed | ns system per swap-in |");
+    println!("|---|---|---|---|---|---|---|");
+    let mut per_swapin = Vec::new();
+    for pass in 1..=PASSES {
+        let before: Vec<u64> = COUNTERS.iter().map(|c| vmstat(c)).collect();
+        let t0 = thread_stime_ns();
+        for i in (0..bytes / 8).step_by(step) {
+            // SAFETY: i < bytes / 8 indexes the mapping.
+            unsafe {
+                words
+                    .add(i)
+                    .write_volatile(pass as u64 * 0x9e37_79b9 + i as u64)
+            };
+        }
+        let st = thread_stime_ns() - t0;
+        let d: Vec<u64> = COUNTERS
+            .iter()
+            .zip(&before)
+            .map(|(c, b)| vmstat(c) - b)
+            .collect();
+        let ns = if d[0] > 0 {
+            st as f64 / d[0] as f64
+        } else {
+            f64::NAN
+        };
+        if pass > 1 {
+            per_swapin.push(ns);
+        }
+        println!(
+            "| {pass} | {:.1} | {} | {} | {} | {} | {:.0} |",
+            st as f64 / 1e6,
+            d[0],
+            d[1],
+            d[2],
+            d[3],
+            ns
+        );
+    }
+    memcg.leave();
+    // SAFETY: unmapping what we mapped.
+    unsafe { libc::munmap(p, bytes) };
+    drop(memcg);
+    drop(swap);
+    per_swapin.sort_by(f64::total_cmp);
+    println!(
+        "\nsystem CPU per swapped-in page (passes 2..{PASSES}, median): {:.0} ns",
+        per_swapin[per_swapin.len() / 2]
+    );
+}
