@@ -86,6 +86,12 @@ pub struct Args {
     /// a 256 MiB cgroup v2), or `none`.
     #[arg(long, default_value = "cgroup", value_name = "KIND")]
     pub control: String,
+    /// Transparent huge pages in the guest (with --kernel): `never`,
+    /// `madvise` or `always`, given to its kernel as `transparent_hugepage=`;
+    /// default: the kernel's own (Debian's: `always`). The simulator has
+    /// order-0 pages only, so `never` makes a guest run comparable with it.
+    #[arg(long, value_name = "MODE")]
+    pub thp: Option<String>,
     /// Seconds a guest may take to reach its /init (with --kernel).
     #[arg(long, default_value_t = 300, value_name = "S")]
     pub boot_timeout: u64,
@@ -192,6 +198,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         .context("cannot find this program's own path (/proc/self/exe) to start its workers")?;
     if args.kernel.is_some() {
         return run_guests(args, exe);
+    }
+    if let Some(t) = &args.thp {
+        anyhow::bail!(
+            "--thp {t}: only for guest runs (--kernel); on this host transparent huge pages are a host-wide setting that `run` does not change\n  fix: drop --thp, or set /sys/kernel/mm/transparent_hugepage/enabled yourself (the record notes it as thp.enabled)"
+        );
     }
     let mut o = RunOptions::new(&args.workload, exe);
     o.memory = parse_size("--memory", args.memory.as_deref().unwrap_or("1G"))?;
@@ -301,6 +312,13 @@ fn run_guests(args: Args, exe: PathBuf) -> anyhow::Result<ExitCode> {
         other => {
             anyhow::bail!("--control {other}: unknown\n  fix: --control global, cgroup or none")
         }
+    };
+    o.thp = match args.thp.as_deref() {
+        None => None,
+        Some(m @ ("never" | "madvise" | "always")) => Some(m.to_string()),
+        Some(other) => anyhow::bail!(
+            "--thp {other}: unknown mode\n  fix: --thp never, madvise or always (or leave it out for the kernel's default)"
+        ),
     };
     o.out = args.out;
     o.boot_timeout_s = args.boot_timeout;

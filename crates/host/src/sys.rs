@@ -186,6 +186,16 @@ pub fn parse_mounts(text: &str) -> Vec<Mount> {
         .collect()
 }
 
+/// The mount holding `path`: the mount whose target is the longest
+/// prefix of it (the last such line when one is mounted over another, as
+/// `/proc/mounts` lists them in mount order).
+pub fn mount_of<'a>(mounts: &'a [Mount], path: &Path) -> Option<&'a Mount> {
+    mounts
+        .iter()
+        .filter(|m| path.starts_with(&m.target))
+        .max_by_key(|m| m.target.components().count())
+}
+
 /// The host's mounts (empty if `/proc/mounts` cannot be read).
 pub fn mounts() -> Vec<Mount> {
     parse_mounts(&read("/proc/mounts").unwrap_or_default())
@@ -277,6 +287,19 @@ mod tests {
         assert_eq!(meminfo_bytes(t, "SwapTotal"), Some(0));
         assert_eq!(meminfo_bytes(t, "HugePages_Total"), Some(0));
         assert_eq!(meminfo_bytes(t, "Nope"), None);
+    }
+
+    #[test]
+    fn mount_of_takes_the_deepest_and_latest_mount() {
+        let m = parse_mounts(
+            "/dev/vda1 / ext4 rw 0 0\n/dev/vdb /var/tmp xfs rw 0 0\n\
+             tmpfs /var/tmp tmpfs rw 0 0\n/dev/vdc /var/tmpx btrfs rw 0 0\n",
+        );
+        let fs = |p: &str| mount_of(&m, Path::new(p)).map(|m| m.fstype.as_str());
+        assert_eq!(fs("/var/tmp/reclaimlab-1"), Some("tmpfs"));
+        assert_eq!(fs("/var/tmpx/a"), Some("btrfs"));
+        assert_eq!(fs("/home/x"), Some("ext4"));
+        assert_eq!(mount_of(&[], Path::new("/x")).map(|m| &m.fstype), None);
     }
 
     #[test]

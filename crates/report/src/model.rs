@@ -593,7 +593,7 @@ pub fn build_report(runs: &[RunInput], opts: Options) -> Report {
             notes.push(format!("{}: {n}", r.meta.name));
         }
     }
-    for r in &out_runs {
+    for (r, input) in out_runs.iter().zip(runs) {
         if r.trace.bad_lines > 0 {
             notes.push(format!(
                 "{}: {} trace line(s) did not parse and were skipped (first: {})",
@@ -629,7 +629,7 @@ pub fn build_report(runs: &[RunInput], opts: Options) -> Report {
                 r.name, r.reclaim_scope
             ));
         }
-        notes.extend(crate::kernel_notes::notes(r));
+        notes.extend(crate::kernel_notes::notes(r, &input.meta.settings));
     }
 
     let (differences, settings_in_some_runs) = differences(runs);

@@ -200,6 +200,11 @@ pub(super) fn boot_one(
             },
         ],
         console: console.clone(),
+        cmdline: opts
+            .thp
+            .iter()
+            .map(|m| format!("transparent_hugepage={m}"))
+            .collect(),
     };
     if opts.control != Control::None {
         vm.disks.push(Disk {
@@ -326,6 +331,10 @@ pub(super) fn boot_one(
         (opts.disk_mb_s * 1_000_000).to_string(),
     );
     params.insert("guest.lru_gen".to_string(), facts.lru_gen.clone());
+    params.insert(
+        "guest.thp".to_string(),
+        opts.thp.clone().unwrap_or_else(|| "kernel default".into()),
+    );
     let mut control = None;
     let mut notes = vec![format!(
         "guest: {} booted under qemu {} ({} MiB, {} vCPUs, data disk capped at {} MB/s){}",

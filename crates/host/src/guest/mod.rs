@@ -73,6 +73,9 @@ pub struct GuestOptions {
     pub cache_keep: usize,
     /// Seconds to wait for the guest's `/init`.
     pub boot_timeout_s: u64,
+    /// `transparent_hugepage=` on the guest kernel's command line
+    /// (`never`, `madvise`, `always`); None: the kernel's default.
+    pub thp: Option<String>,
     /// This binary, copied into the guest.
     pub exe: PathBuf,
     /// State files (default [`state::STATE_DIR`]).
@@ -98,6 +101,7 @@ impl GuestOptions {
             refresh: false,
             cache_keep: cache::DEFAULT_KEEP_IMAGES,
             boot_timeout_s: 300,
+            thp: None,
             exe,
             state_dir: PathBuf::from(state::STATE_DIR),
         }

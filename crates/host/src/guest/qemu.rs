@@ -76,6 +76,8 @@ pub struct Vm {
     pub disks: Vec<Disk>,
     /// Serial console log file.
     pub console: PathBuf,
+    /// Extra kernel command-line words (`transparent_hugepage=never`).
+    pub cmdline: Vec<String>,
 }
 
 /// The qemu arguments for `vm` (after the program name).
@@ -95,7 +97,10 @@ pub fn qemu_args(vm: &Vm) -> Vec<String> {
         "-initrd".into(),
         vm.initrd.display().to_string(),
         "-append".into(),
-        "console=ttyS0 panic=-1 loglevel=4 rdinit=/init".into(),
+        std::iter::once("console=ttyS0 panic=-1 loglevel=4 rdinit=/init")
+            .chain(vm.cmdline.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" "),
         "-display".into(),
         "none".into(),
         "-monitor".into(),
@@ -265,8 +270,13 @@ mod tests {
                 },
             ],
             console: "/c.log".into(),
+            cmdline: vec!["transparent_hugepage=never".into()],
         };
         let a = qemu_args(&vm).join(" ");
+        assert!(
+            a.contains("rdinit=/init transparent_hugepage=never -display"),
+            "{a}"
+        );
         assert!(a.contains("-accel tcg -cpu max -smp 2 -m 2048M"), "{a}");
         assert!(a.contains("-drive file=/d.img,format=raw,if=none,id=d0,cache=writeback,throttling.bps-total=16777216 -device virtio-blk-pci,drive=d0,serial=data"), "{a}");
         assert!(

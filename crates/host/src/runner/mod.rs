@@ -560,6 +560,9 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
     }
 
     let mounts = sys::mounts();
+    // The filesystem of the workload's files: its page cache's folio sizes
+    // follow it (report's kernel notes: ext4 from 6.16, XFS from 5.18).
+    let data_fs = sys::mount_of(&mounts, &data).map(|m| m.fstype.clone());
     let (scope_label, sandbox) =
         create_sandbox(&mut res, ctrl.as_ref(), opts.scope, memory, &mounts, &name)?;
     res.sandbox = sandbox.clone();
@@ -684,6 +687,9 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
     if let Ok(v) = sys::read("/sys/kernel/mm/transparent_hugepage/enabled") {
         meta.params
             .insert("thp.enabled".into(), v.trim().to_string());
+    }
+    if let Some(fs) = &data_fs {
+        meta.params.insert("run.data_fs".into(), fs.clone());
     }
     meta.params.insert("run.scope".into(), scope_label.into());
     meta.params

@@ -347,5 +347,6 @@ pub fn side_from_run(input: &RunInput, run: &RunReport) -> Side {
         figures,
         stalls,
         headline: None,
+        caveats: crate::kernel_notes::folio_notes(&run.origin, &run.kernel, &input.meta.settings),
     }
 }

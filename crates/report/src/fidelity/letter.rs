@@ -315,6 +315,7 @@ pub fn parse_letter(text: &str, path: &str) -> Result<Letter, LetterError> {
                 figures,
                 stalls: Some(stalls),
                 headline: Some(headline),
+                caveats: Vec::new(),
             },
         });
     }

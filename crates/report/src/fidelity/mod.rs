@@ -127,6 +127,11 @@ pub struct Side {
     /// when the side declares them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub headline: Option<Vec<String>>,
+    /// What the (real) side's kernel did in units the simulator lacks
+    /// (`kernel_notes::folio_notes`: anonymous THPs, large page-cache
+    /// folios); the pair's warnings repeat them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub caveats: Vec<String>,
 }
 
 /// The tolerances of the verdicts.

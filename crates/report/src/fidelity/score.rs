@@ -378,6 +378,11 @@ pub fn score_pair(sim: &Side, real: &Side, tol: Tolerance) -> Result<PairReport,
             sim.name, sim.kernel, sim.generation, real.name, real.kernel, real.generation
         ));
     }
+    for side in [sim, real] {
+        for c in &side.caveats {
+            warnings.push(format!("{}: {c}", side.name));
+        }
+    }
     let headline: BTreeSet<&str> = real.headline.iter().flatten().map(String::as_str).collect();
     let mut rows = figure_rows(sim, real, &tol, &headline);
     rows.extend(stall_rows(sim, real, &tol, &headline));

@@ -261,6 +261,12 @@ fn different_workloads_are_refused_and_other_machines_warned() {
     assert_eq!(p.warnings.len(), 2, "{:?}", p.warnings);
     assert!(p.warnings[0].contains("different machines"));
     assert!(p.warnings[1].contains("different throttling generations"));
+    // A real side's folio caveats become the pair's warnings, named.
+    c.name = "guest".into();
+    c.caveats = vec!["transparent huge pages were on".into()];
+    let p = score_pair(&a, &c, Tolerance::default()).unwrap();
+    assert_eq!(p.warnings.len(), 3, "{:?}", p.warnings);
+    assert_eq!(p.warnings[2], "guest: transparent huge pages were on");
 }
 
 #[test]
