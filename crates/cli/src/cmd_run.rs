@@ -446,6 +446,9 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
             for (k, v) in reclaimlab_host::cpu_probe::measure(mib * 256, 3) {
                 outln!("cost {k} {v:.1}");
             }
+            if let Some(v) = reclaimlab_host::cpu_probe::swap_cycle(mib * 64) {
+                outln!("cost swap_cycle_ns {v:.1}");
+            }
         }
         Worker::Mlock {
             bytes,

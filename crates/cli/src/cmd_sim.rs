@@ -273,6 +273,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         machine,
         host_toml,
         cpu_slowdown,
+        costs: machine_costs,
     } = crate::machine_arg::resolve(&args.machine)?;
     let mut profiles: Vec<&'static KernelProfile> = Vec::new();
     for k in &args.kernel {
@@ -352,6 +353,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             let mut params = Params::defaults(p);
             // A guest's slower CPU (--machine guest:…,cpu-slowdown=F), before --set.
             crate::machine_arg::scale_costs(&mut params, cpu_slowdown);
+            for (k, v) in &machine_costs {
+                params
+                    .set(k, v)
+                    .map_err(|e| anyhow::anyhow!("--machine {}: {k}={v}: {e}", args.machine))?;
+            }
             // The hierarchy the machine's or the spec's cgroups are on,
             // unless --set memcg.version says otherwise.
             if let Some(wc) = &machine.workload_cgroup {

@@ -32,6 +32,9 @@ pub struct Resolved {
     pub host_toml: Option<String>,
     /// Multiplier of every `cost.*` parameter (a guest's slow CPU); 1 otherwise.
     pub cpu_slowdown: f64,
+    /// `cost.*` values the machine measured itself (a guest's
+    /// `swapout-ns=`), set after the scaling and before `--set`.
+    pub costs: Vec<(&'static str, String)>,
 }
 
 /// Multiplies every `cost.*` parameter by `factor` (rounded to whole ns,
@@ -62,10 +65,16 @@ fn resolve_guest(arg: &str, g: &GuestMachine) -> anyhow::Result<Resolved> {
             reclaimlab_host::guest::machine::fmt_factor(g.cpu_slowdown)
         );
     }
+    let mut costs = Vec::new();
+    if let Some(n) = g.swapout_ns {
+        eprintln!("reclaimlab: --machine {arg}: cost.swapout_page_ns={n} (the guest's measured swap cycle)");
+        costs.push(("cost.swapout_page_ns", n.to_string()));
+    }
     Ok(Resolved {
         machine,
         host_toml: None,
         cpu_slowdown: g.cpu_slowdown,
+        costs,
     })
 }
 
@@ -91,6 +100,7 @@ pub fn resolve(arg: &str) -> anyhow::Result<Resolved> {
                 machine,
                 host_toml: None,
                 cpu_slowdown: 1.0,
+                costs: Vec::new(),
             }),
             Err(e @ reclaimlab_kernel::machine::MachineError::Unknown(..)) => {
                 let names: Vec<String> = reclaimlab_kernel::machine::builtin_machines()
@@ -122,6 +132,7 @@ pub fn resolve_host(arg: &str, host: &HostArg, opts: &MeasureOptions) -> anyhow:
         machine,
         host_toml: Some(r.toml),
         cpu_slowdown: 1.0,
+        costs: Vec::new(),
     })
 }
 
@@ -244,6 +255,27 @@ mod tests {
         for ((k, _, v), (wk, wv)) in reclaimlab_host::cpu_probe::REFERENCE.iter().zip(want) {
             assert_eq!((*k, *v), (wk, wv));
         }
+        assert_eq!(
+            reclaimlab_host::cpu_probe::SWAP_CYCLE_BASE_NS,
+            (d.cost_fault_ns + 3 * d.cost_scan_ns + d.cost_reclaim_ns + 2 * d.cost_io_submit_ns)
+                as f64
+        );
+    }
+
+    /// A guest's measured swap-out cost (`swapout-ns=`) replaces the scaled
+    /// default, and a sim run on that machine uses it.
+    #[test]
+    fn a_guests_swapout_cost_is_set_after_scaling() {
+        let r = resolve("guest:2G,cpu-slowdown=20,swapout-ns=700000").unwrap();
+        assert_eq!(r.cpu_slowdown, 20.0);
+        assert_eq!(
+            r.costs,
+            vec![("cost.swapout_page_ns", "700000".to_string())]
+        );
+        assert!(resolve("guest:2G,cpu-slowdown=20")
+            .unwrap()
+            .costs
+            .is_empty());
     }
 
     #[test]

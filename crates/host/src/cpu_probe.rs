@@ -8,6 +8,13 @@
 //! smaller (32 MiB, best of 3) because a TCG guest is slow: first touches of a
 //! fresh anonymous mapping (`do_anonymous_page`: fault, zero, map), `memset`
 //! of resident pages, one store per resident page, and `munmap`.
+//!
+//! And one the median factor does not stand for: an anonymous page's trip
+//! through swap ([`swap_cycle`], `cost swap_cycle_ns`), the work of reclaim
+//! and of a swap-in fault, which an emulated CPU (qemu TCG) slows far more
+//! than it slows faults and stores (its TLB flushes and page-table walks
+//! are emulated): the guest's machine carries it as `swapout-ns=`
+//! (`guest::machine`).
 
 use std::time::Instant;
 
@@ -82,6 +89,112 @@ pub fn measure(pages: usize, reps: usize) -> Vec<Sample> {
         .zip(best)
         .map(|((k, _, _), v)| (k.to_string(), v))
         .collect()
+}
+
+/// The simulator's system CPU for one swap cycle (a swap-in fault and one
+/// page reclaimed to swap, at the ~3 pages scanned per page reclaimed the
+/// host measured), at its defaults, without `cost.swapout_page_ns`:
+/// `cost.fault_ns + 3 x cost.scan_page_ns + cost.reclaim_page_ns + 2 x
+/// cost.io_submit_page_ns` (the CLI's tests check it against the defaults).
+pub const SWAP_CYCLE_BASE_NS: f64 = 1900.0 + 3.0 * 150.0 + 800.0 + 2.0 * 300.0;
+
+/// A memory cgroup for [`swap_cycle`], v2 (as a guest mounts it) or v1,
+/// left and removed on drop.
+struct ProbeCgroup {
+    dir: std::path::PathBuf,
+    parent_procs: std::path::PathBuf,
+}
+
+impl ProbeCgroup {
+    fn create(limit: usize) -> Option<ProbeCgroup> {
+        use std::path::Path;
+        let name = format!("reclaimlab-probe-{}", std::process::id());
+        let (parent, limit_file) = if std::fs::read_to_string("/sys/fs/cgroup/cgroup.controllers")
+            .is_ok_and(|s| s.contains("memory"))
+        {
+            (Path::new("/sys/fs/cgroup"), "memory.max")
+        } else if Path::new("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists() {
+            (Path::new("/sys/fs/cgroup/memory"), "memory.limit_in_bytes")
+        } else {
+            return None;
+        };
+        let dir = parent.join(name);
+        std::fs::create_dir(&dir).ok()?;
+        let cg = ProbeCgroup {
+            parent_procs: parent.join("cgroup.procs"),
+            dir,
+        };
+        std::fs::write(cg.dir.join(limit_file), limit.to_string()).ok()?;
+        std::fs::write(cg.dir.join("cgroup.procs"), std::process::id().to_string()).ok()?;
+        Some(cg)
+    }
+}
+
+impl Drop for ProbeCgroup {
+    fn drop(&mut self) {
+        let _ = std::fs::write(&self.parent_procs, std::process::id().to_string());
+        for _ in 0..50 {
+            if std::fs::remove_dir(&self.dir).is_ok() {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}
+
+/// This process's system CPU, ns.
+fn process_stime_ns() -> u64 {
+    // SAFETY: getrusage writes into the zeroed struct we pass.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    ru.ru_stime.tv_sec as u64 * 1_000_000_000 + ru.ru_stime.tv_usec as u64 * 1000
+}
+
+fn pswpin() -> u64 {
+    std::fs::read_to_string("/proc/vmstat")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("pswpin ")?.trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// System CPU per swapped-in page, ns, of one process writing a non-zero
+/// word to each page of `pages` anonymous pages (order-0) in a memory
+/// cgroup of a quarter of that, passes 2 and 3 (as the
+/// `anon_reclaim_cost` example, docs/bench/cpu-costs.md). `None` without
+/// swap, root or a memory cgroup; the cgroup is removed afterwards.
+pub fn swap_cycle(pages: usize) -> Option<f64> {
+    let swap = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let swap_kb: u64 = swap.lines().find_map(|l| {
+        l.strip_prefix("SwapFree:")?
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()
+    })?;
+    if swap_kb * 1024 < (pages * PAGE) as u64 {
+        return None;
+    }
+    let cg = ProbeCgroup::create(pages * PAGE / 4)?;
+    let p = map(pages)?;
+    let pass = |n: u64| {
+        for i in 0..pages {
+            // SAFETY: inside the mapping.
+            unsafe { (p.add(i * PAGE) as *mut u64).write_volatile(n * 0x9e37_79b9 + i as u64) };
+        }
+    };
+    pass(1);
+    let (t0, in0) = (process_stime_ns(), pswpin());
+    pass(2);
+    pass(3);
+    let (dt, dn) = (process_stime_ns() - t0, pswpin() - in0);
+    // SAFETY: p came from map(pages).
+    unsafe { libc::munmap(p as *mut libc::c_void, pages * PAGE) };
+    drop(cg);
+    (dn > pages as u64 / 2).then(|| dt as f64 / dn as f64)
 }
 
 /// The slowdown against the simulator's defaults: the median of the

@@ -148,7 +148,7 @@ params! {
     slice_us: u64 = |_| 3_000, "sched.slice_us", 100, 1_000_000, "CPU time slice before a runnable task yields to a waiting one";
     cost_scan_ns: u64 = |_| 150, "cost.scan_page_ns", 0, 1_000_000, "system CPU per page scanned by reclaim (isolate + reference check)";
     cost_reclaim_ns: u64 = |_| 800, "cost.reclaim_page_ns", 0, 1_000_000, "system CPU per page reclaimed (unmap, remove from mapping, free)";
-    cost_swapout_ns: u64 = |_| 5_000, "cost.swapout_page_ns", 0, 1_000_000, "system CPU per anonymous page reclaim writes to swap, on top of the scan and the I/O submission (try_to_unmap with its TLB flush, add_to_swap, the swap cache; measured on the reference host, a nested VM: docs/bench/cpu-costs.md, anon_reclaim_cost)";
+    cost_swapout_ns: u64 = |_| 5_000, "cost.swapout_page_ns", 0, 100_000_000, "system CPU per anonymous page reclaim writes to swap, on top of the scan and the I/O submission (try_to_unmap with its TLB flush, add_to_swap, the swap cache; measured on the reference host, a nested VM: docs/bench/cpu-costs.md, anon_reclaim_cost)";
     cost_fault_ns: u64 = |_| 1_900, "cost.fault_ns", 0, 1_000_000, "system CPU per page fault, excluding zeroing";
     cost_zero_ns: u64 = |_| 80, "cost.zero_page_ns", 0, 1_000_000, "system CPU to zero a 4 KiB page (measured: docs/bench/cpu-costs.md)";
     cost_unmap_ns: u64 = |_| 300, "cost.unmap_page_ns", 0, 1_000_000, "system CPU per resident page freed by munmap (measured: docs/bench/cpu-costs.md)";

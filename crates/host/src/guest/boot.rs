@@ -356,6 +356,7 @@ pub(super) fn boot_one(
             facts
                 .costs
                 .iter()
+                .filter(|(k, _)| crate::cpu_probe::REFERENCE.iter().any(|(n, _, _)| n == k))
                 .map(|(k, v)| format!("{k} {v:.0}"))
                 .collect::<Vec<_>>()
                 .join(", "),
@@ -366,6 +367,18 @@ pub(super) fn boot_one(
             machine.to_arg()
         ),
     });
+    if let (Some((_, cycle)), Some(swapout)) = (
+        facts.costs.iter().find(|(k, _)| k == "swap_cycle_ns"),
+        machine.swapout_ns,
+    ) {
+        notes.push(format!(
+            "guest swap cycle: {:.0} µs of system time per page swapped in and another reclaimed to swap \
+             (the probe, in an 8 MiB cgroup), where the simulator's fault, scan, free and submissions at this \
+             slowdown are {:.0} µs: cost.swapout_page_ns {swapout} (swapout-ns=)",
+            cycle / 1000.0,
+            crate::cpu_probe::SWAP_CYCLE_BASE_NS * machine.cpu_slowdown / 1000.0
+        ));
+    }
     notes.extend(missing_note.clone());
     let machine_name = machine.to_arg();
     let crec = unpack.join("control");
@@ -443,13 +456,25 @@ pub(super) fn guest_machine(opts: &GuestOptions, facts: &results::Facts) -> Gues
     let slowdown = crate::cpu_probe::slowdown(&facts.costs)
         .map(|f| f.clamp(0.1, super::machine::MAX_SLOWDOWN))
         .unwrap_or(1.0);
+    let cpu_slowdown = super::machine::fmt_factor(slowdown).parse().unwrap_or(1.0);
+    // The swap cycle the guest measured, less what the simulator charges
+    // for the rest of it at this slowdown: the swap-out's own cost there.
+    let swapout_ns = facts
+        .costs
+        .iter()
+        .find(|(k, _)| k == "swap_cycle_ns")
+        .map(|(_, v)| {
+            let rest = crate::cpu_probe::SWAP_CYCLE_BASE_NS * cpu_slowdown;
+            ((v - rest).max(0.0).round() as u64).min(super::machine::MAX_SWAPOUT_NS)
+        });
     GuestMachine {
         memory: opts.guest_memory,
         cpus: opts.cpus,
         disk_mb_s: opts.disk_mb_s,
         swap: opts.guest_memory,
         cgroup: opts.memory,
-        cpu_slowdown: super::machine::fmt_factor(slowdown).parse().unwrap_or(1.0),
+        cpu_slowdown,
+        swapout_ns,
     }
 }
 

@@ -43,6 +43,9 @@ pub const GUEST_SYNTAX: &str = "--machine guest:2G,cpus=2,disk=16,swap=2G,memory
 /// this stays inside.
 pub const MAX_SLOWDOWN: f64 = 500.0;
 
+/// Largest `swapout-ns`: `cost.swapout_page_ns`'s maximum.
+pub const MAX_SWAPOUT_NS: u64 = 100_000_000;
+
 /// A guest as `run --kernel` boots it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GuestMachine {
@@ -58,6 +61,11 @@ pub struct GuestMachine {
     pub cgroup: Option<u64>,
     /// Multiplier of every `cost.*` parameter.
     pub cpu_slowdown: f64,
+    /// `cost.swapout_page_ns` as the guest measured it (`swapout-ns=`):
+    /// its swap cycle ([`crate::cpu_probe::swap_cycle`]) less the rest of
+    /// the cycle's simulated costs at `cpu_slowdown`. None: the default
+    /// times `cpu_slowdown`, as every other cost.
+    pub swapout_ns: Option<u64>,
 }
 
 impl GuestMachine {
@@ -70,6 +78,7 @@ impl GuestMachine {
             swap: 2 << 30,
             cgroup: None,
             cpu_slowdown: 1.0,
+            swapout_ns: None,
         }
     }
 
@@ -160,7 +169,13 @@ impl GuestMachine {
                         _ => return bad(format!("cpu-slowdown=`{v}` is not a factor of 0.1..={MAX_SLOWDOWN}"), "e.g. guest:2G,cpu-slowdown=40 (a TCG guest's record names its measured factor)"),
                     }
                 }
-                other => return bad(format!("unknown item `{other}=`"), &format!("items are SIZE, cpus=, disk=, swap=, memory=, cpu-slowdown=; write {GUEST_SYNTAX}")),
+                "swapout-ns" => {
+                    m.swapout_ns = match v.parse::<u64>() {
+                        Ok(n) if n <= MAX_SWAPOUT_NS => Some(n),
+                        _ => return bad(format!("swapout-ns=`{v}` is not a whole number of ns up to {MAX_SWAPOUT_NS}"), "e.g. guest:2G,cpu-slowdown=26.5,swapout-ns=900000 (a TCG guest's record names its measured figure)"),
+                    }
+                }
+                other => return bad(format!("unknown item `{other}=`"), &format!("items are SIZE, cpus=, disk=, swap=, memory=, cpu-slowdown=, swapout-ns=; write {GUEST_SYNTAX}")),
             }
         }
         if !swap_given {
@@ -227,6 +242,9 @@ impl GuestMachine {
         }
         if self.cpu_slowdown != 1.0 {
             s.push_str(&format!(",cpu-slowdown={}", fmt_factor(self.cpu_slowdown)));
+        }
+        if let Some(n) = self.swapout_ns {
+            s.push_str(&format!(",swapout-ns={n}"));
         }
         s
     }
@@ -375,6 +393,11 @@ mod tests {
         assert_eq!(ok("guest:cpus=4").memory, 2 << 30);
         assert_eq!(ok("guest:2G,swap=0").swap, 0);
         assert_eq!(ok("guest:2G,cpu-slowdown=40x").cpu_slowdown, 40.0);
+        let s = ok("guest:2G,cpu-slowdown=26.5,swapout-ns=900000");
+        assert_eq!(s.swapout_ns, Some(900_000));
+        assert_eq!(ok(&s.to_arg()), s, "to_arg round-trips swapout-ns");
+        assert!(err("guest:2G,swapout-ns=fast").contains("swapout-ns=`fast`"));
+        assert!(err("guest:2G,swapout-ns=200000000").contains("up to 100000000"));
     }
 
     #[test]
