@@ -26,7 +26,10 @@
 
 use std::fs::{self, OpenOptions};
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+use reclaimlab_host::cpu_probe::ProbeCgroup;
+use reclaimlab_host::sys::vmstat_counter;
 
 const MIB: usize = 1 << 20;
 const MAP_MIB: usize = 256;
@@ -40,19 +43,6 @@ fn thread_stime_ns() -> u64 {
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
     ru.ru_stime.tv_sec as u64 * 1_000_000_000 + ru.ru_stime.tv_usec as u64 * 1000
-}
-
-/// A `/proc/vmstat` counter.
-fn vmstat(key: &str) -> u64 {
-    fs::read_to_string("/proc/vmstat")
-        .ok()
-        .and_then(|t| {
-            t.lines().find_map(|l| {
-                let (k, v) = l.split_once(' ')?;
-                (k == key).then(|| v.trim().parse().ok())?
-            })
-        })
-        .unwrap_or(0)
 }
 
 /// A temporary swap file, swapped off and removed on drop.
@@ -107,77 +97,6 @@ impl Drop for SwapFile {
     }
 }
 
-/// The memory cgroup, v2 or v1, removed on drop.
-struct Memcg {
-    dir: PathBuf,
-    limit_file: &'static str,
-    procs_file: &'static str,
-    parent_procs: PathBuf,
-}
-
-impl Memcg {
-    fn create() -> Result<Memcg, String> {
-        let name = "reclaimlab-anon-reclaim-cost";
-        let v2 = Path::new("/sys/fs/cgroup/cgroup.controllers");
-        if fs::read_to_string(v2).is_ok_and(|s| s.contains("memory")) {
-            let parent = PathBuf::from("/sys/fs/cgroup");
-            let _ = fs::write(parent.join("cgroup.subtree_control"), "+memory");
-            let dir = parent.join(name);
-            fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-            return Ok(Memcg {
-                dir,
-                limit_file: "memory.max",
-                procs_file: "cgroup.threads",
-                parent_procs: parent.join("cgroup.threads"),
-            });
-        }
-        let parent = PathBuf::from("/sys/fs/cgroup/memory");
-        if parent.join("memory.limit_in_bytes").exists() {
-            let dir = parent.join(name);
-            fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-            return Ok(Memcg {
-                dir,
-                limit_file: "memory.limit_in_bytes",
-                procs_file: "tasks",
-                parent_procs: parent.join("tasks"),
-            });
-        }
-        Err("no memory cgroup (v2 memory controller or v1 memory hierarchy)".into())
-    }
-
-    fn tid() -> String {
-        // SAFETY: gettid has no preconditions.
-        unsafe { libc::syscall(libc::SYS_gettid) }.to_string()
-    }
-
-    fn enter(&self) {
-        fs::write(
-            self.dir.join(self.limit_file),
-            (LIMIT_MIB * MIB).to_string(),
-        )
-        .expect("set the limit");
-        fs::write(self.dir.join(self.procs_file), Self::tid()).expect("enter the cgroup");
-    }
-
-    fn leave(&self) {
-        let _ = fs::write(&self.parent_procs, Self::tid());
-    }
-}
-
-impl Drop for Memcg {
-    fn drop(&mut self) {
-        self.leave();
-        for _ in 0..50 {
-            if fs::remove_dir(&self.dir).is_ok() {
-                return;
-            }
-            let _ = fs::write(self.dir.join("memory.force_empty"), "0");
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        eprintln!("anon_reclaim_cost: could not remove {}", self.dir.display());
-    }
-}
-
 const COUNTERS: [&str; 6] = [
     "pswpin",
     "pswpout",
@@ -192,14 +111,10 @@ fn main() {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("."));
     let swap_path = dir.join(".reclaimlab-anon-reclaim-cost.swap");
-    let memcg = Memcg::create().unwrap_or_else(|e| {
-        eprintln!("anon_reclaim_cost: {e}; run as root on a host with memory cgroups");
-        std::process::exit(2);
-    });
     eprintln!(
-        "anon_reclaim_cost: cgroup {}, swap file {} (both removed at the end)",
-        memcg.dir.display(),
-        swap_path.display()
+        "anon_reclaim_cost: swap file {} and a cgroup reclaimlab-probe-{} (both removed at the end)",
+        swap_path.display(),
+        std::process::id()
     );
     let swap = SwapFile::create(swap_path).unwrap_or_else(|e| {
         eprintln!("anon_reclaim_cost: {e}");
@@ -222,12 +137,15 @@ fn main() {
     unsafe { libc::madvise(p, bytes, libc::MADV_NOHUGEPAGE) };
     let words = p as *mut u64;
     let step = 4096 / 8;
-    memcg.enter();
+    let memcg = ProbeCgroup::create(LIMIT_MIB * MIB).unwrap_or_else(|| {
+        eprintln!("anon_reclaim_cost: cannot make a memory cgroup; run as root on a host with memory cgroups");
+        std::process::exit(2);
+    });
     println!("| pass | system ms | swap-ins | swap-outs | anon scanned | anon reclaimed | ns system per swap-in |");
     println!("|---|---|---|---|---|---|---|");
     let mut per_swapin = Vec::new();
     for pass in 1..=PASSES {
-        let before: Vec<u64> = COUNTERS.iter().map(|c| vmstat(c)).collect();
+        let before: Vec<u64> = COUNTERS.iter().map(|c| vmstat_counter(c)).collect();
         let t0 = thread_stime_ns();
         for i in (0..bytes / 8).step_by(step) {
             // SAFETY: i < bytes / 8 indexes the mapping.
@@ -241,7 +159,7 @@ fn main() {
         let d: Vec<u64> = COUNTERS
             .iter()
             .zip(&before)
-            .map(|(c, b)| vmstat(c) - b)
+            .map(|(c, b)| vmstat_counter(c) - b)
             .collect();
         let ns = if d[0] > 0 {
             st as f64 / d[0] as f64
@@ -261,7 +179,6 @@ fn main() {
             ns
         );
     }
-    memcg.leave();
     // SAFETY: unmapping what we mapped.
     unsafe { libc::munmap(p, bytes) };
     drop(memcg);

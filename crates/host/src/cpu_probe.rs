@@ -98,15 +98,20 @@ pub fn measure(pages: usize, reps: usize) -> Vec<Sample> {
 /// cost.io_submit_page_ns` (the CLI's tests check it against the defaults).
 pub const SWAP_CYCLE_BASE_NS: f64 = 1900.0 + 3.0 * 150.0 + 800.0 + 2.0 * 300.0;
 
-/// A memory cgroup for [`swap_cycle`], v2 (as a guest mounts it) or v1,
-/// left and removed on drop.
-struct ProbeCgroup {
-    dir: std::path::PathBuf,
+/// A memory cgroup with this whole process in it, limited to `limit`
+/// bytes, v2 (as a guest mounts it) or v1: for measurements of reclaim
+/// ([`swap_cycle`], the `anon_reclaim_cost` example). The process leaves
+/// it and it is removed on drop.
+pub struct ProbeCgroup {
+    /// The cgroup's directory.
+    pub dir: std::path::PathBuf,
     parent_procs: std::path::PathBuf,
 }
 
 impl ProbeCgroup {
-    fn create(limit: usize) -> Option<ProbeCgroup> {
+    /// Creates `reclaimlab-probe-PID` under the memory hierarchy's root and
+    /// moves this process into it; `None` without root or a memory cgroup.
+    pub fn create(limit: usize) -> Option<ProbeCgroup> {
         use std::path::Path;
         let name = format!("reclaimlab-probe-{}", std::process::id());
         let (parent, limit_file) = if std::fs::read_to_string("/sys/fs/cgroup/cgroup.controllers")
@@ -151,13 +156,7 @@ fn process_stime_ns() -> u64 {
 }
 
 fn pswpin() -> u64 {
-    std::fs::read_to_string("/proc/vmstat")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find_map(|l| l.strip_prefix("pswpin ")?.trim().parse().ok())
-        })
-        .unwrap_or(0)
+    crate::sys::vmstat_counter("pswpin")
 }
 
 /// System CPU per swapped-in page, ns, of one process writing a non-zero

@@ -105,6 +105,14 @@ pub fn parse_vmstat(text: &str) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// One counter of `/proc/vmstat` now (0 if it cannot be read or is absent).
+pub fn vmstat_counter(name: &str) -> u64 {
+    parse_vmstat(&read("/proc/vmstat").unwrap_or_default())
+        .into_iter()
+        .find_map(|(k, v)| (k == name).then_some(v))
+        .unwrap_or(0)
+}
+
 /// One line (`some` or `full`) of a PSI pressure file.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct PsiLine {

@@ -23,5 +23,8 @@ fn committed_suites_name_real_records_that_open() {
             pairs += 1;
         }
     }
-    assert_eq!(pairs, 3);
+    assert_eq!(
+        pairs, 5,
+        "tuning: the host and two 6.1 guest runs; held out: two guests"
+    );
 }
