@@ -369,9 +369,10 @@ fn backoff_noprogress_sleeps_double_from_one_jiffy_to_the_timeout() {
 /// page it maps, and keeps throttling the tasks that keep what they take
 /// (the hogs, whose swapped pages they fault back); `gross` keeps
 /// throttling it, the heaviest allocator. ISOLATED throttling is left
-/// alone. (Before fio's passes were modelled the file-only case was used;
-/// since fio's pages are dropped at each pass, its net rate no longer
-/// outruns reclaim there and `net` throttles nobody.)
+/// alone. Swappiness 0 (file-only reclaim): since the flusher marks pages
+/// under writeback only as it submits them (2026-11-27), the default case
+/// throttles too seldom after the first windows to judge a share, while
+/// here the writers and hogs keep reaching WRITEBACK and NOPROGRESS sleeps.
 #[test]
 fn rate_priority_throttles_the_tasks_that_outrun_reclaim() {
     let m = machine(SLOW_BLKMQ);
@@ -379,7 +380,7 @@ fn rate_priority_throttles_the_tasks_that_outrun_reclaim() {
     // past the warmup) that the latency worker took, and the ISOLATED ones
     // of any task (which the policy must not let through).
     let latency_share = |policy: &str| -> (f64, usize) {
-        let set = [("policy.rate_priority", policy)];
+        let set = [("policy.rate_priority", policy), FILE_ONLY[0]];
         let (c, _) = sim(&m, "v5.16-rc1", PRESSURE, 1, &set);
         let lines: Vec<String> = c
             .trace

@@ -176,7 +176,13 @@ fn memory_low_shields_a_cgroup_while_others_can_give() {
 /// flushers (the v6.1 profile) fires for v1 only.
 #[test]
 fn cgroup_v1_limit_reclaim_waits_on_writeback() {
-    let slow = "name='slow'\ncpus=2\nmemory_mib=1024\nswap_mib=0\n[[devices]]\nname='sda'\nwrite_mb_s=20\nread_mb_s=40\nlatency_us=500\nseek_us=4000\n";
+    // blk-wbt off (`wbt_lat_usec=0`): the flusher may then keep a request
+    // queue's worth of pages under writeback (64 requests of 1280 KiB, more
+    // than the cgroup holds), as on the single-queue layer where case 3
+    // came from. With wbt on, it holds a few requests' worth
+    // (writeback::write_and_submit) and reclaim seldom meets a page it
+    // marked still under writeback.
+    let slow = "name='slow'\ncpus=2\nmemory_mib=1024\nswap_mib=0\n[[devices]]\nname='sda'\nwrite_mb_s=20\nread_mb_s=40\nlatency_us=500\nseek_us=4000\nwbt_lat_usec=0\n";
     // Files the writers pass over several times in the run (each pass
     // writes every block once), so that reclaim meets pages it marked
     // before still under writeback: 2 × 40 MiB in a 48 MiB cgroup.

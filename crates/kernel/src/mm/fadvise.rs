@@ -18,28 +18,24 @@
 
 use super::page::pg;
 use super::swap::{SHADOW, SLOT_EMPTY};
-use crate::block::{submit_bio, ReqKind, BLK_RW_ASYNC};
+use crate::block::BLK_RW_ASYNC;
 use crate::engine::World;
 use crate::sched::maybe_pay_cpu;
+use crate::writeback::{write_and_submit, WbCursor};
 use crate::Kernel;
 
 /// `posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED)` on file `f`.
 pub async fn fadvise_dontneed(w: &World, f: u32) {
-    let reqs = {
-        let mut k = w.k();
+    let congested = {
+        let k = w.k();
         let d = k.files[f as usize].dev;
-        if k.devs[d].congested[BLK_RW_ASYNC] {
-            Vec::new()
-        } else {
-            let (reqs, written, _) = k.write_cache_pages(f, 0, u64::MAX);
-            let c = k.params.cost_io_submit_ns;
-            k.charge_sys(written * c);
-            reqs
-        }
+        k.devs[d].congested[BLK_RW_ASYNC]
     };
-    let d = w.k().files[f as usize].dev;
-    for (pages, pos) in reqs {
-        submit_bio(w, d, ReqKind::FileWrite, pages, pos, false).await;
+    if !congested {
+        // __filemap_fdatawrite_range: the whole file, each bio submitted
+        // as it is built (writeback::write_and_submit).
+        let mut cur = WbCursor::new(0);
+        write_and_submit(w, f, &mut cur, u64::MAX, false).await;
     }
     w.k().invalidate_mapping_pages(f);
     maybe_pay_cpu(w).await;

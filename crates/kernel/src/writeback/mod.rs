@@ -91,6 +91,76 @@ pub struct Bdi {
     pub bw_dwork_wait: WaitQueue,
 }
 
+/// Where a cyclic `write_cache_pages` walk of one file is: it started at
+/// `start` (the inode's `writeback_index`), is at `idx`, and has wrapped
+/// from the end of the file to 0 when `wrapped`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct WbCursor {
+    start: u32,
+    idx: u32,
+    wrapped: bool,
+}
+
+impl WbCursor {
+    /// A walk from page `start`.
+    pub(crate) fn new(start: u32) -> WbCursor {
+        WbCursor {
+            start,
+            idx: start,
+            wrapped: false,
+        }
+    }
+}
+
+/// Writes up to `budget` dirty pages of file `f` from the cursor, as
+/// `do_writepages` → `->writepages` does in 5.15 (XFS: `iomap_writepages`
+/// over `write_cache_pages`): each page is marked under writeback as it is
+/// added to a bio, and a bio goes to the block layer as soon as it is full
+/// or the next page does not continue it (`iomap_chain_bio`,
+/// `iomap_submit_ioend` at the end of `iomap_writepage_map`), where the
+/// writer may sleep for a request slot (blk-wbt's `wbt_wait`, tags) before
+/// the walk goes on. So the pages one writer holds under writeback ahead
+/// of the device are about one request's worth beyond what the block layer
+/// admitted, never a whole `writeback_chunk_size`. Here the walk takes at
+/// most one request's worth of pages (`max_sectors_kb`) per step, submits
+/// them, then continues. With `pay_now` the submission CPU is paid before
+/// each step's I/O (the flusher); otherwise it is charged to the task's
+/// account (`fadvise`). Returns the pages written and whether the walk of
+/// the file is over.
+pub(crate) async fn write_and_submit(
+    w: &World,
+    f: u32,
+    cur: &mut WbCursor,
+    budget: u64,
+    pay_now: bool,
+) -> (u64, bool) {
+    let d = w.k().files[f as usize].dev;
+    let mut written = 0u64;
+    loop {
+        let (reqs, n, ended) = {
+            let mut k = w.k();
+            let step = (budget - written).min(k.devs[d].max_request_pages as u64);
+            let (reqs, n, ended) = k.write_cache_pages(f, cur, step);
+            if !pay_now {
+                let c = k.params.cost_io_submit_ns;
+                k.charge_sys(n * c);
+            }
+            (reqs, n, ended)
+        };
+        if n > 0 && pay_now {
+            let cost = n * w.k().params.cost_io_submit_ns;
+            run_on_cpu(w, 0, cost).await;
+        }
+        for (pages, pos) in reqs {
+            submit_bio(w, d, ReqKind::FileWrite, pages, pos, false).await;
+        }
+        written += n;
+        if ended || n == 0 || written >= budget {
+            return (written, ended);
+        }
+    }
+}
+
 impl Kernel {
     /// `global_dirty_limits` → (thresh, bg_thresh) in pages, from
     /// `global_dirtyable_memory` = free + file LRU − high watermarks.
@@ -247,89 +317,98 @@ impl Kernel {
         self.acct_reclaim_writeback(nid);
     }
 
-    /// Picks up to `budget` dirty pages of the first dirty inode of device
-    /// `d` (`writeback_sb_inodes` → `write_cache_pages`), marks them under
-    /// writeback and returns them grouped into requests. `None` when no inode
-    /// is eligible; an empty list when the inode had only pages that are
-    /// already under writeback (`write_cache_pages` skips those in
-    /// `WB_SYNC_NONE` mode).
-    fn writeback_one_inode(
-        &mut self,
+    /// The first dirty inode of device `d` eligible for this work
+    /// (`writeback_sb_inodes` picking from `b_io`), with the cursor of a
+    /// cyclic walk from its `writeback_index`. `None` when none is.
+    fn writeback_pick_inode(
+        &self,
         d: usize,
-        budget: u64,
         older_than: Option<u64>,
         memcg: Option<u16>,
-    ) -> Option<Vec<(Vec<Pfn>, u64)>> {
+    ) -> Option<(u32, WbCursor)> {
         // One wb per device stands for the device's cgroup wbs: a memcg's
         // background work takes the oldest of that memcg's inodes, which
         // heads its own wb's b_dirty in the kernel.
-        let at = match memcg {
-            None => 0,
-            Some(m) => self.bdis[d]
+        let f = match memcg {
+            None => *self.bdis[d].b_dirty.front()?,
+            Some(m) => *self.bdis[d]
                 .b_dirty
                 .iter()
-                .position(|&f| self.files[f as usize].wb_memcg == Some(m))?,
+                .find(|&&f| self.files[f as usize].wb_memcg == Some(m))?,
         };
-        let f = self.bdis[d].b_dirty[at];
         let file = &self.files[f as usize];
         if let (Some(limit), Some(when)) = (older_than, file.dirtied_when) {
             if when > limit {
                 return None;
             }
         }
-        self.bdis[d].b_dirty.remove(at);
-        let start = file.writeback_index % file.size.max(1);
-        let (reqs, _, idx) = self.write_cache_pages(f, start, budget);
+        Some((f, WbCursor::new(file.writeback_index % file.size.max(1))))
+    }
+
+    /// The end of one inode's writeback (`requeue_inode`): the walk's end
+    /// becomes its `writeback_index`, and an inode with dirty pages left
+    /// goes to the back of the queue. The inode stayed on `b_dirty` while
+    /// its pages were written (the kernel's `b_io`/`b_more_io` also count
+    /// for `wb_has_dirty_io`).
+    fn writeback_requeue_inode(&mut self, d: usize, f: u32, cur: &WbCursor) {
+        if let Some(at) = self.bdis[d].b_dirty.iter().position(|&x| x == f) {
+            self.bdis[d].b_dirty.remove(at);
+        }
         let file = &mut self.files[f as usize];
-        file.writeback_index = idx;
+        file.writeback_index = cur.idx;
         if file.nr_dirty > 0 {
-            // requeue_inode(): more to write, back of the queue.
             self.bdis[d].b_dirty.push_back(f);
         } else {
             file.on_dirty_list = false;
         }
-        Some(reqs)
     }
 
-    /// `write_cache_pages` (mm/page-writeback.c 5.15/6.1) in `WB_SYNC_NONE`
-    /// mode over file `f`: the dirty-tag walk from `start` to the end of
-    /// the file, then from 0 back to `start` (range_cyclic), taking up to
-    /// `budget` dirty pages not already under writeback, marking them under
-    /// writeback and grouping them into requests of adjacent pages.
-    /// Returns the requests, the pages taken and where the walk stopped.
+    /// One step of `write_cache_pages` (mm/page-writeback.c 5.15/6.1) in
+    /// `WB_SYNC_NONE` mode over file `f`: the dirty-tag walk from the
+    /// cursor's start to the end of the file, then from 0 back to the start
+    /// (range_cyclic), taking up to `budget` dirty pages not already under
+    /// writeback, marking them under writeback and grouping them into
+    /// requests of adjacent pages. Returns the requests, the pages taken
+    /// and whether the walk is over; the cursor keeps its place.
     pub(crate) fn write_cache_pages(
         &mut self,
         f: u32,
-        start: u32,
+        cur: &mut WbCursor,
         budget: u64,
-    ) -> (Vec<(Vec<Pfn>, u64)>, u64, u32) {
+    ) -> (Vec<(Vec<Pfn>, u64)>, u64, bool) {
         let d = self.files[f as usize].dev;
         let mut reqs: Vec<(Vec<Pfn>, u64)> = Vec::new();
         let mut written = 0u64;
-        let mut idx = start;
-        // The dirty-tag walk of write_cache_pages: from writeback_index to
-        // the end of the file, then from 0 back to where it started.
-        let mut wrapped = false;
-        while written < budget && self.files[f as usize].nr_dirty > 0 {
+        let start = cur.start;
+        let mut ended = false;
+        loop {
+            if self.files[f as usize].nr_dirty == 0 {
+                ended = true;
+                break;
+            }
+            if written >= budget {
+                break;
+            }
             let next = self.files[f as usize]
-                .next_dirty(idx)
-                .filter(|&n| !wrapped || n < start);
+                .next_dirty(cur.idx)
+                .filter(|&n| !cur.wrapped || n < start);
             let Some(n) = next else {
-                if wrapped {
+                if cur.wrapped {
+                    ended = true;
                     break;
                 }
-                wrapped = true;
-                idx = 0;
+                cur.wrapped = true;
+                cur.idx = 0;
                 continue;
             };
-            idx = n;
-            let e = self.files[f as usize].cache.get(idx as usize);
+            cur.idx = n;
+            let e = self.files[f as usize].cache.get(cur.idx as usize);
             if e & crate::mm::swap::SHADOW == 0 && e != crate::mm::swap::SLOT_EMPTY {
                 let p = self.frames.get(e);
                 if p.test(pg::DIRTY) && !p.test(pg::WRITEBACK) {
                     self.clear_page_dirty_for_io(e);
                     self.folio_start_writeback(e);
-                    let pos = self.files[f as usize].pos + u64::from(idx);
+                    let pos = self.files[f as usize].pos + u64::from(cur.idx);
                     let max = self.devs[d].max_request_pages;
                     match reqs.last_mut() {
                         Some((pages, p0))
@@ -344,10 +423,10 @@ impl Kernel {
             }
             // At the end of the file `next_dirty` finds nothing and the
             // walk wraps above (which also ends the request run).
-            idx += 1;
+            cur.idx += 1;
         }
         self.count(Ev::Pgpgout, written * 4);
-        (reqs, written, idx)
+        (reqs, written, ended)
     }
 
     /// `writeback_chunk_size` (fs/fs-writeback.c, 5.15) for WB_SYNC_NONE
@@ -467,7 +546,7 @@ pub async fn flusher(w: Rc<World>, d: usize) {
                 let mut left = budget;
                 let mut idle_inodes = 0usize;
                 loop {
-                    let got = {
+                    let picked = {
                         let mut k = w.k();
                         // Background work writes the inodes of the domain
                         // over its threshold: all for the global domain, a
@@ -480,10 +559,17 @@ pub async fn flusher(w: Rc<World>, d: usize) {
                         // do_writepages() (5.15) brackets each inode's write.
                         k.wb_bandwidth_estimate_start(d);
                         let chunk = k.writeback_chunk_size(d);
-                        k.writeback_one_inode(d, left.min(chunk), older_than, memcg)
+                        k.writeback_pick_inode(d, older_than, memcg)
+                            .map(|(f, cur)| (f, cur, left.min(chunk)))
                     };
-                    let Some(reqs) = got else { break };
-                    if reqs.is_empty() {
+                    let Some((f, mut cur, budget)) = picked else {
+                        break;
+                    };
+                    let (n, _) = write_and_submit(&w, f, &mut cur, budget, true).await;
+                    w.k().writeback_requeue_inode(d, f, &cur);
+                    if n == 0 {
+                        // The inode had only pages already under writeback
+                        // (write_cache_pages skips those in WB_SYNC_NONE).
                         idle_inodes += 1;
                         if idle_inodes >= w.k().bdis[d].b_dirty.len() {
                             stalled = true;
@@ -492,12 +578,6 @@ pub async fn flusher(w: Rc<World>, d: usize) {
                         continue;
                     }
                     idle_inodes = 0;
-                    let n: u64 = reqs.iter().map(|r| r.0.len() as u64).sum();
-                    let cost = n * w.k().params.cost_io_submit_ns;
-                    run_on_cpu(&w, 0, cost).await;
-                    for (pages, pos) in reqs {
-                        submit_bio(&w, d, ReqKind::FileWrite, pages, pos, false).await;
-                    }
                     w.k().wb_maybe_update_bandwidth(d, None);
                     left = left.saturating_sub(n);
                     let stop = {
