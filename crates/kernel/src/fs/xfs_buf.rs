@@ -1,13 +1,14 @@
 //! XFS cluster buffers, metadata I/O, log space and the AIL push: the
 //! cleaning side of the inode cache [fs/xfs/xfs_buf.c `xfs_buf_read`,
 //! `xfs_buftarg_shrink_scan`; fs/xfs/xfs_inode.c `xfs_iflush_cluster`;
-//! fs/xfs/xfs_trans_ail.c `xfsaild`; fs/xfs/xfs_log.c
-//! `xlog_grant_head_wait`], split from `xfs_icache` (its module comment
-//! says what is simplified).
+//! fs/xfs/xfs_trans_ail.c `xfsaild`, `xfsaild_push`], split from
+//! `xfs_icache` (its module comment says what is simplified; the log is
+//! in `xfs_log`).
 
 use std::rc::Rc;
 
-use super::xfs_icache::{wait_on, Wq};
+use super::xfs_icache::AilItem;
+use super::xfs_log::xfs_log_force;
 use super::CLUSTER_PAGES;
 use crate::engine::World;
 use crate::mm::alloc::Gfp;
@@ -73,15 +74,16 @@ impl Kernel {
         x.meta_busy_until + lat
     }
 
-    /// Starts writing cluster `c`: its dirty inodes are flush-locked.
-    /// Returns the write's end.
+    /// Starts writing cluster `c`: its dirty inodes are flush-locked, but
+    /// not the pinned ones (`xfs_iflush_cluster` skips an inode with a pin
+    /// count [5.8.1 fs/xfs/xfs_inode.c]). Returns the write's end.
     pub(super) fn xfs_iflush_cluster_start(&mut self, sb: usize, c: u32) -> u64 {
         let x = &mut self.supers[sb].xfs;
         let cl = &mut x.clusters[c as usize];
         cl.flushing = true;
         for &m in &cl.inodes {
             if let Some(ip) = x.inodes[m as usize].as_mut() {
-                ip.flushing = ip.dirty;
+                ip.flushing = ip.dirty && !x.log.pinned(ip.seq);
             }
         }
         x.stats.cluster_writes += 1;
@@ -89,10 +91,13 @@ impl Kernel {
     }
 
     /// `xfs_buf_iodone` of a cluster write (`xfs_iflush_done`): its
-    /// flushed inodes are clean and leave the log; the buffer is released.
+    /// flushed inodes are clean and leave the AIL (the tail may move); a
+    /// cluster with committed dirty inodes left stays at the oldest one's
+    /// LSN; the buffer is released.
     pub(super) fn xfs_iflush_done(&mut self, sb: usize, c: u32) {
         let x = &mut self.supers[sb].xfs;
         let mut cleaned = 0;
+        let mut oldest: Option<u64> = None;
         let cl = &mut x.clusters[c as usize];
         for &m in &cl.inodes {
             if let Some(ip) = x.inodes[m as usize].as_mut() {
@@ -100,6 +105,8 @@ impl Kernel {
                     ip.flushing = false;
                     ip.dirty = false;
                     cleaned += 1;
+                } else if ip.dirty && !x.log.pinned(ip.seq) {
+                    oldest = Some(oldest.map_or(ip.lsn, |o| o.min(ip.lsn)));
                 }
             }
         }
@@ -108,9 +115,13 @@ impl Kernel {
         x.dirty -= u64::from(cleaned);
         if cl.dirty == 0 {
             cl.held = false;
-        } else if !cl.in_ail {
-            cl.in_ail = true;
-            x.ail.push_back(c);
+        }
+        if let Some(old) = cl.ail_lsn.take() {
+            x.ail.remove(&(old, AilItem::Cluster(c)));
+        }
+        if let Some(l) = oldest {
+            cl.ail_lsn = Some(l);
+            x.ail.insert((l, AilItem::Cluster(c)));
         }
         x.buf_release(c);
         for wq in [&mut x.io_wait, &mut x.log_wait] {
@@ -183,30 +194,6 @@ pub(super) async fn xfs_buf_read(w: &World, sb: usize, c: u32, for_create: bool)
     true
 }
 
-/// Waits for log space (`xlog_grant_head_wait`): the AIL is pushed and
-/// the create sleeps until written inodes free some.
-pub async fn xlog_grant_head_wait(w: &World, sb: usize) {
-    let mut counted = false;
-    loop {
-        {
-            let mut k = w.k();
-            let killed = k.current().killed;
-            let x = &mut k.supers[sb].xfs;
-            if x.dirty < x.log_items || killed {
-                return;
-            }
-            if !counted {
-                x.stats.log_waits += 1;
-                counted = true;
-            }
-            let mut wq = std::mem::take(&mut x.aild_wait);
-            k.exec.wake_up_all(&mut wq);
-            k.supers[sb].xfs.aild_wait = wq;
-        }
-        wait_on(w, sb, Wq::Log).await;
-    }
-}
-
 /// Writes cluster `c` and waits for it (`xfs_iflush` + `xfs_bwrite` in 5.8
 /// `xfs_reclaim_inode` with `SYNC_WAIT`), reading it first if it is not
 /// cached. False if the buffer's pages could not be had.
@@ -223,60 +210,127 @@ pub(super) async fn xfs_iflush_sync(w: &World, sb: usize, c: u32) -> bool {
     true
 }
 
-/// `xfsaild`: pushes the AIL from its oldest item while the log is more
-/// than 3/4 full or `xfs_ail_push_all` was asked: writes up to
-/// `AIL_PUSH_BATCH` clusters (reading back any whose buffer was
-/// reclaimed), waits for them, cleans their inodes.
+/// A directory's or AG's metadata write, as one page.
+const SHARED_WRITE_PAGES: usize = 1;
+
+/// Skips an AIL pass once this many items were stuck (`xfsaild_push`).
+const AIL_MAX_STUCK: u32 = 100;
+
+/// `xfsaild` [5.8.1/5.9.1 fs/xfs/xfs_trans_ail.c `xfsaild_push`]: a pass
+/// first forces the log (synchronously) if pinned items were met since the
+/// last force and the last pass ended (`ail_log_flush`,
+/// `ail_last_pushed_lsn == 0`); it then walks the AIL from where the last
+/// pass stopped up to the target (`xlog_grant_push_ail`'s quarter of the
+/// log beyond the tail, or everything after `xfs_ail_push_all`): a
+/// cluster with committed dirty inodes is written (read back first if its
+/// buffer was reclaimed), a directory's or AG's metadata likewise unless
+/// it is pinned (relogged in a checkpoint not yet on disk:
+/// `XFS_ITEM_PINNED`, counted stuck); a flushing one counts as
+/// `XFS_ITEM_FLUSHING`. More than 100 stuck ends the pass. It sleeps 50 ms
+/// when the target was reached, 20 ms when over 90 % of the items were
+/// stuck or flushing, and goes on at once otherwise (after its writes: the
+/// model waits for them where the kernel submits and sleeps 10 ms); a
+/// push wakes it.
 pub async fn xfsaild(w: Rc<World>, sb: usize) {
     loop {
-        let batch: Vec<u32> = {
+        let force = {
             let mut k = w.k();
             let x = &mut k.supers[sb].xfs;
-            let target = x.log_items * 3 / 4;
-            let mut batch = Vec::new();
-            let mut pending = 0u64;
-            while batch.len() < AIL_PUSH_BATCH && (x.push_all || x.dirty - pending > target) {
-                let Some(c) = x.ail.pop_front() else {
-                    x.push_all = false;
-                    break;
-                };
-                let cl = &mut x.clusters[c as usize];
-                cl.in_ail = false;
-                if cl.dirty == 0 || cl.flushing {
-                    continue;
-                }
-                pending += u64::from(cl.dirty);
-                batch.push(c);
+            if x.ail_log_flush > 0 && x.ail_last_pushed == 0 && !x.ail.is_empty() {
+                x.ail_log_flush = 0;
+                true
+            } else {
+                false
             }
-            if batch.is_empty() {
-                x.push_all = false;
-            }
-            batch
         };
-        if batch.is_empty() {
-            let deadline = {
-                let mut k = w.k();
-                let k = &mut *k;
-                k.exec.prepare_to_wait(&mut k.supers[sb].xfs.aild_wait);
-                k.exec.now() + 50_000_000
-            };
-            w.block(Some(deadline)).await;
-            let mut k = w.k();
-            let k = &mut *k;
-            k.exec.finish_wait(&mut k.supers[sb].xfs.aild_wait);
-            continue;
+        if force {
+            xfs_log_force(&w, sb).await;
         }
+        let (batch, shared, tout) = {
+            let mut k = w.k();
+            let x = &mut k.supers[sb].xfs;
+            let target = x.ail_target;
+            let mut batch = Vec::new();
+            let mut shared = Vec::new();
+            let (mut stuck, mut flushing, mut count) = (0u32, 0u32, 0u32);
+            let from = (x.ail_last_pushed, AilItem::Cluster(0));
+            let window = 4 * AIL_PUSH_BATCH + AIL_MAX_STUCK as usize + 1;
+            let items: Vec<(u64, AilItem)> = x.ail.range(from..).take(window).copied().collect();
+            // The pass ends at the target or the AIL's end unless a limit
+            // stops it first (the window read here is one).
+            let mut reached = items.len() < window;
+            for (lsn, it) in items {
+                if lsn > target {
+                    reached = true;
+                    break;
+                }
+                if batch.len() >= AIL_PUSH_BATCH {
+                    reached = false;
+                    break;
+                }
+                count += 1;
+                match it {
+                    AilItem::Cluster(c) => {
+                        if x.clusters[c as usize].flushing {
+                            flushing += 1;
+                        } else {
+                            batch.push(c);
+                        }
+                        x.ail_last_pushed = lsn;
+                    }
+                    AilItem::Dir(_) | AilItem::Ag(_) => {
+                        let (seq, writing) = match it {
+                            AilItem::Dir(d) => {
+                                let d = &x.log.dirs[&d];
+                                (d.seq, d.writing)
+                            }
+                            AilItem::Ag(a) => {
+                                let a = &x.log.ags[a as usize];
+                                (a.seq, a.writing)
+                            }
+                            AilItem::Cluster(_) => unreachable!(),
+                        };
+                        if x.log.pinned(seq) {
+                            stuck += 1;
+                            x.ail_log_flush += 1;
+                            x.stats.ail_pinned += 1;
+                        } else if writing {
+                            flushing += 1;
+                            x.ail_last_pushed = lsn;
+                        } else {
+                            shared.push((lsn, it));
+                            x.ail_last_pushed = lsn;
+                        }
+                    }
+                }
+                if stuck > AIL_MAX_STUCK {
+                    reached = false;
+                    break;
+                }
+            }
+            let tout = if count == 0 || reached {
+                x.ail_last_pushed = 0;
+                50
+            } else if (stuck + flushing) * 100 / count > 90 {
+                x.ail_last_pushed = 0;
+                20
+            } else {
+                10
+            };
+            for &(_, it) in &shared {
+                match it {
+                    AilItem::Dir(d) => x.log.dirs.get_mut(&d).expect("logged").writing = true,
+                    AilItem::Ag(a) => x.log.ags[a as usize].writing = true,
+                    AilItem::Cluster(_) => {}
+                }
+            }
+            (batch, shared, tout)
+        };
         let mut last = 0;
         let mut started = Vec::with_capacity(batch.len());
         for c in batch {
             if !xfs_buf_read(&w, sb, c, false).await {
-                // No memory for the buffer: back in the AIL for later.
-                let mut k = w.k();
-                let x = &mut k.supers[sb].xfs;
-                if !x.clusters[c as usize].in_ail {
-                    x.clusters[c as usize].in_ail = true;
-                    x.ail.push_back(c);
-                }
+                // No memory for the buffer: it stays in the AIL for later.
                 continue;
             }
             let mut k = w.k();
@@ -286,13 +340,63 @@ pub async fn xfsaild(w: Rc<World>, sb: usize) {
             last = last.max(k.xfs_iflush_cluster_start(sb, c));
             started.push(c);
         }
-        w.sleep_until(last).await;
-        let mut k = w.k();
-        for c in started {
-            k.xfs_iflush_done(sb, c);
+        if !shared.is_empty() {
+            let mut k = w.k();
+            last = last.max(k.meta_io(sb, SHARED_WRITE_PAGES * shared.len(), true));
         }
-        if k.current().killed {
-            return;
+        w.sleep_until(last).await;
+        {
+            let mut k = w.k();
+            for c in started {
+                k.xfs_iflush_done(sb, c);
+            }
+            k.xfs_shared_write_done(sb, &shared);
+            if k.current().killed {
+                return;
+            }
+        }
+        if tout > 10 || last == 0 {
+            let deadline = {
+                let mut k = w.k();
+                let k = &mut *k;
+                k.exec.prepare_to_wait(&mut k.supers[sb].xfs.aild_wait);
+                k.exec.now() + tout * 1_000_000
+            };
+            w.block(Some(deadline)).await;
+            let mut k = w.k();
+            let k = &mut *k;
+            k.exec.finish_wait(&mut k.supers[sb].xfs.aild_wait);
+        }
+    }
+}
+
+impl Kernel {
+    /// Completion of `xfsaild`'s directory and AG metadata writes: each
+    /// leaves the AIL unless a checkpoint relogged it meanwhile (it then
+    /// sits at the newer LSN).
+    fn xfs_shared_write_done(&mut self, sb: usize, items: &[(u64, AilItem)]) {
+        let x = &mut self.supers[sb].xfs;
+        for &(lsn, it) in items {
+            let slot = match it {
+                AilItem::Dir(d) => {
+                    let d = x.log.dirs.get_mut(&d).expect("logged");
+                    d.writing = false;
+                    &mut d.lsn
+                }
+                AilItem::Ag(a) => {
+                    let a = &mut x.log.ags[a as usize];
+                    a.writing = false;
+                    &mut a.lsn
+                }
+                AilItem::Cluster(_) => continue,
+            };
+            if *slot == Some(lsn) {
+                *slot = None;
+                x.ail.remove(&(lsn, it));
+            }
+        }
+        if !items.is_empty() {
+            self.exec.wake_up_all(&mut x.log_wait);
         }
     }
 }
