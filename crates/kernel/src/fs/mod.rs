@@ -96,6 +96,12 @@ pub fn mount(w: &Rc<World>, dev: usize) -> usize {
         .new_task(&format!("xfsaild/{name}"), crate::TaskKind::Kthread, 0);
     w.spawn(t, xfs_buf::xfsaild(w.clone(), sb));
     let t = w.k().new_task(
+        &format!("kworker/{sb}:1H-xfs-buf/{name}"),
+        crate::TaskKind::Kthread,
+        0,
+    );
+    w.spawn(t, xfs_buf::xfs_buf_ioend_worker(w.clone(), sb));
+    let t = w.k().new_task(
         &format!("kworker/u:1-xfs-cil/{name}"),
         crate::TaskKind::Kthread,
         0,

@@ -7,16 +7,13 @@
 
 use std::rc::Rc;
 
-use super::xfs_icache::AilItem;
+use super::xfs_icache::{wait_on, AilItem, Wq};
 use super::xfs_log::xfs_log_force;
 use super::CLUSTER_PAGES;
 use crate::engine::World;
 use crate::mm::alloc::Gfp;
 use crate::mm::page::Pfn;
 use crate::Kernel;
-
-/// Clusters `xfsaild` submits before waiting for them.
-const AIL_PUSH_BATCH: usize = 64;
 
 impl Kernel {
     /// `xfs_buftarg_shrink_count`: buffers on the LRU.
@@ -213,6 +210,10 @@ pub(super) async fn xfs_iflush_sync(w: &World, sb: usize, c: u32) -> bool {
 /// A directory's or AG's metadata write, as one page.
 const SHARED_WRITE_PAGES: usize = 1;
 
+/// Writes `xfsaild` may have in flight before `submit_bio` blocks: the
+/// block layer's request count (`BLKDEV_MAX_RQ`, 128).
+const META_NR_REQUESTS: usize = 128;
+
 /// Skips an AIL pass once this many items were stuck (`xfsaild_push`).
 const AIL_MAX_STUCK: u32 = 100;
 
@@ -221,17 +222,25 @@ const AIL_MAX_STUCK: u32 = 100;
 /// last force and the last pass ended (`ail_log_flush`,
 /// `ail_last_pushed_lsn == 0`); it then walks the AIL from where the last
 /// pass stopped up to the target (`xlog_grant_push_ail`'s quarter of the
-/// log beyond the tail, or everything after `xfs_ail_push_all`): a
-/// cluster with committed dirty inodes is written (read back first if its
-/// buffer was reclaimed), a directory's or AG's metadata likewise unless
-/// it is pinned (relogged in a checkpoint not yet on disk:
-/// `XFS_ITEM_PINNED`, counted stuck); a flushing one counts as
-/// `XFS_ITEM_FLUSHING`. More than 100 stuck ends the pass. It sleeps 50 ms
-/// when the target was reached, 20 ms when over 90 % of the items were
-/// stuck or flushing, and goes on at once otherwise (after its writes: the
-/// model waits for them where the kernel submits and sleeps 10 ms); a
-/// push wakes it.
+/// log beyond the tail, or everything after `xfs_ail_push_all`): a cluster
+/// with committed dirty inodes is queued for writing, a directory's or
+/// AG's metadata likewise unless it is pinned (relogged in a checkpoint
+/// not yet on disk: `XFS_ITEM_PINNED`, counted stuck); one under I/O
+/// counts as `XFS_ITEM_FLUSHING`. More than 100 stuck ends the pass. The
+/// queued buffers are submitted without waiting for them
+/// (`xfs_buf_delwri_submit_nowait`; but no more than 128 in flight;
+/// a cluster whose buffer was reclaimed is read back first, synchronously,
+/// as `xfs_iflush` → `xfs_imap_to_bp` does) and complete in
+/// [`xfs_buf_ioend_worker`]. It then sleeps 50 ms when the target was
+/// reached, 20 ms (and restarts from the AIL's start) when over 90 % of
+/// the items were stuck or flushing, 10 ms otherwise; a push wakes it.
+/// (5.8/5.9's `xfs_iflush` read the buffer with `XBF_TRYLOCK`; the
+/// model's read always proceeds.)
 pub async fn xfsaild(w: Rc<World>, sb: usize) {
+    // xfsaild runs with PF_MEMALLOC [5.8.1/5.9.1 fs/xfs/xfs_trans_ail.c
+    // `xfsaild`: `memalloc_noreclaim_save`]: a buffer it reads back takes
+    // pages from the reserves rather than reclaiming.
+    w.k().memalloc_noreclaim_save();
     loop {
         let force = {
             let mut k = w.k();
@@ -253,19 +262,11 @@ pub async fn xfsaild(w: Rc<World>, sb: usize) {
             let mut batch = Vec::new();
             let mut shared = Vec::new();
             let (mut stuck, mut flushing, mut count) = (0u32, 0u32, 0u32);
+            let mut reached = true;
+            let mut last_pushed = x.ail_last_pushed;
             let from = (x.ail_last_pushed, AilItem::Cluster(0));
-            let window = 4 * AIL_PUSH_BATCH + AIL_MAX_STUCK as usize + 1;
-            let items: Vec<(u64, AilItem)> = x.ail.range(from..).take(window).copied().collect();
-            // The pass ends at the target or the AIL's end unless a limit
-            // stops it first (the window read here is one).
-            let mut reached = items.len() < window;
-            for (lsn, it) in items {
+            for &(lsn, it) in x.ail.range(from..) {
                 if lsn > target {
-                    reached = true;
-                    break;
-                }
-                if batch.len() >= AIL_PUSH_BATCH {
-                    reached = false;
                     break;
                 }
                 count += 1;
@@ -276,7 +277,7 @@ pub async fn xfsaild(w: Rc<World>, sb: usize) {
                         } else {
                             batch.push(c);
                         }
-                        x.ail_last_pushed = lsn;
+                        last_pushed = lsn;
                     }
                     AilItem::Dir(_) | AilItem::Ag(_) => {
                         let (seq, writing) = match it {
@@ -296,10 +297,10 @@ pub async fn xfsaild(w: Rc<World>, sb: usize) {
                             x.stats.ail_pinned += 1;
                         } else if writing {
                             flushing += 1;
-                            x.ail_last_pushed = lsn;
+                            last_pushed = lsn;
                         } else {
                             shared.push((lsn, it));
-                            x.ail_last_pushed = lsn;
+                            last_pushed = lsn;
                         }
                     }
                 }
@@ -308,6 +309,7 @@ pub async fn xfsaild(w: Rc<World>, sb: usize) {
                     break;
                 }
             }
+            x.ail_last_pushed = last_pushed;
             let tout = if count == 0 || reached {
                 x.ail_last_pushed = 0;
                 50
@@ -326,9 +328,12 @@ pub async fn xfsaild(w: Rc<World>, sb: usize) {
             }
             (batch, shared, tout)
         };
-        let mut last = 0;
-        let mut started = Vec::with_capacity(batch.len());
         for c in batch {
+            // submit_bio blocks while the queue's requests are all in
+            // flight (`blk_mq_get_tag`).
+            while w.k().supers[sb].xfs.ioend.len() >= META_NR_REQUESTS {
+                wait_on(&w, sb, Wq::Io).await;
+            }
             if !xfs_buf_read(&w, sb, c, false).await {
                 // No memory for the buffer: it stays in the AIL for later.
                 continue;
@@ -337,40 +342,81 @@ pub async fn xfsaild(w: Rc<World>, sb: usize) {
             if k.supers[sb].xfs.clusters[c as usize].flushing {
                 continue;
             }
-            last = last.max(k.xfs_iflush_cluster_start(sb, c));
-            started.push(c);
+            let end = k.xfs_iflush_cluster_start(sb, c);
+            k.xfs_buf_submit(sb, end, IoDone::Cluster(c));
         }
         if !shared.is_empty() {
             let mut k = w.k();
-            last = last.max(k.meta_io(sb, SHARED_WRITE_PAGES * shared.len(), true));
+            let end = k.meta_io(sb, SHARED_WRITE_PAGES * shared.len(), true);
+            k.xfs_buf_submit(sb, end, IoDone::Shared(shared));
         }
-        w.sleep_until(last).await;
-        {
-            let mut k = w.k();
-            for c in started {
-                k.xfs_iflush_done(sb, c);
-            }
-            k.xfs_shared_write_done(sb, &shared);
-            if k.current().killed {
-                return;
-            }
+        if w.k().current().killed {
+            return;
         }
-        if tout > 10 || last == 0 {
-            let deadline = {
-                let mut k = w.k();
-                let k = &mut *k;
-                k.exec.prepare_to_wait(&mut k.supers[sb].xfs.aild_wait);
-                k.exec.now() + tout * 1_000_000
-            };
-            w.block(Some(deadline)).await;
+        let deadline = {
             let mut k = w.k();
             let k = &mut *k;
-            k.exec.finish_wait(&mut k.supers[sb].xfs.aild_wait);
+            k.exec.prepare_to_wait(&mut k.supers[sb].xfs.aild_wait);
+            k.exec.now() + tout * 1_000_000
+        };
+        w.block(Some(deadline)).await;
+        let mut k = w.k();
+        let k = &mut *k;
+        k.exec.finish_wait(&mut k.supers[sb].xfs.aild_wait);
+    }
+}
+
+/// A metadata write in flight, completed by [`xfs_buf_ioend_worker`].
+#[derive(Debug)]
+pub enum IoDone {
+    /// A cluster buffer (`xfs_iflush_done`).
+    Cluster(u32),
+    /// Directory and AG metadata at their AIL LSNs.
+    Shared(Vec<(u64, AilItem)>),
+}
+
+/// Buffer I/O completion (`xfs_buf_ioend` from the block layer's
+/// completion): the writes `xfsaild` submitted, in order (the metadata
+/// queue is first in, first out).
+pub async fn xfs_buf_ioend_worker(w: Rc<World>, sb: usize) {
+    loop {
+        let next = w.k().supers[sb].xfs.ioend.front().map(|&(t, _)| t);
+        let Some(at) = next else {
+            {
+                let mut k = w.k();
+                let k = &mut *k;
+                k.exec.prepare_to_wait(&mut k.supers[sb].xfs.ioend_wait);
+            }
+            w.block(None).await;
+            let mut k = w.k();
+            let k = &mut *k;
+            k.exec.finish_wait(&mut k.supers[sb].xfs.ioend_wait);
+            continue;
+        };
+        w.sleep_until(at).await;
+        let mut k = w.k();
+        let now = k.exec.now();
+        while let Some((t, _)) = k.supers[sb].xfs.ioend.front() {
+            if *t > now {
+                break;
+            }
+            let (_, done) = k.supers[sb].xfs.ioend.pop_front().expect("front");
+            match done {
+                IoDone::Cluster(c) => k.xfs_iflush_done(sb, c),
+                IoDone::Shared(items) => k.xfs_shared_write_done(sb, &items),
+            }
         }
     }
 }
 
 impl Kernel {
+    /// Queues a write ending at `end` for [`xfs_buf_ioend_worker`].
+    fn xfs_buf_submit(&mut self, sb: usize, end: u64, done: IoDone) {
+        let x = &mut self.supers[sb].xfs;
+        x.ioend.push_back((end, done));
+        self.exec.wake_up_all(&mut x.ioend_wait);
+    }
+
     /// Completion of `xfsaild`'s directory and AG metadata writes: each
     /// leaves the AIL unless a checkpoint relogged it meanwhile (it then
     /// sits at the newer LSN).
@@ -397,6 +443,7 @@ impl Kernel {
         }
         if !items.is_empty() {
             self.exec.wake_up_all(&mut x.log_wait);
+            self.exec.wake_up_all(&mut x.io_wait);
         }
     }
 }

@@ -186,6 +186,10 @@ pub struct XfsMount {
     pub cil_throttle: WaitQueue,
     /// Waiters for a cluster write or read to finish.
     pub io_wait: WaitQueue,
+    /// Writes in flight for the I/O completion worker, by end time.
+    pub ioend: VecDeque<(u64, super::xfs_buf::IoDone)>,
+    /// The I/O completion worker sleeps here.
+    pub ioend_wait: WaitQueue,
     /// End of the last metadata transfer.
     pub meta_busy_until: u64,
     /// Pages allocated for buffers and not yet installed (a read in flight).
