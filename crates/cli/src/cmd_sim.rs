@@ -536,7 +536,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     eprintln!("reclaimlab: {}: {note}", job.name);
                 }
                 let x = &summary.xfs;
-                if x.reclaimed + x.skipped + x.cluster_writes > 0 {
+                if x.reclaimed + x.skipped + x.cluster_writes + x.commits > 0 {
                     eprintln!(
                         "reclaimlab: {}: XFS inode reclaim freed {} inodes, skipped {} dirty or flushing, blocked {} times for {:.2} s; {} cluster buffers written, {} read back by flushes and {} by creates; {} creates waited for log space; log: {} checkpoints ({:.1} MiB), {} log forces, {} commits throttled at the CIL limit, {} inodes pinned at reclaim, {} pinned items met by xfsaild",
                         job.name,

@@ -109,6 +109,8 @@ pub struct XfsStats {
     pub cluster_writes: u64,
     /// Creates that waited for log space.
     pub log_waits: u64,
+    /// Create transactions committed to the CIL.
+    pub commits: u64,
     /// Bytes committed to the CIL.
     pub log_bytes: u64,
     /// Checkpoints written, and their bytes (iclog headers included).
@@ -137,6 +139,7 @@ impl XfsStats {
         self.create_buffer_reads += o.create_buffer_reads;
         self.cluster_writes += o.cluster_writes;
         self.log_waits += o.log_waits;
+        self.commits += o.commits;
         self.log_bytes += o.log_bytes;
         self.checkpoints += o.checkpoints;
         self.checkpoint_bytes += o.checkpoint_bytes;

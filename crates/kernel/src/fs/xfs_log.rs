@@ -151,8 +151,12 @@ pub struct Log {
 impl Log {
     /// A log of `size` bytes for `agcount` AGs.
     pub fn new(size: u64, agcount: usize) -> Log {
+        // LSNs start past the first record's header, so that no item sits at
+        // LSN 0 (the kernel's start at cycle 1; a zero target pushes nothing).
         Log {
             size,
+            head: ICLOG_HEADER,
+            last_sync: ICLOG_HEADER,
             seq: 1,
             ags: (0..agcount.max(1)).map(|_| AgLog::default()).collect(),
             ..Default::default()
@@ -202,8 +206,8 @@ impl Kernel {
     /// `xfs_ail_push`: raises the AIL target and wakes `xfsaild`.
     pub fn xfs_ail_push(&mut self, sb: usize, target: u64) {
         let x = &mut self.supers[sb].xfs;
-        if target > x.ail_target || x.ail_target == 0 {
-            x.ail_target = x.ail_target.max(target);
+        if target > x.ail_target {
+            x.ail_target = target;
             self.exec.wake_up_all(&mut x.aild_wait);
         }
     }
@@ -305,6 +309,7 @@ impl Kernel {
         l.cil_bytes += bytes;
         l.reserved = l.reserved.saturating_sub(CREATE_LOG_RES * CREATE_LOG_COUNT);
         x.stats.log_bytes += bytes;
+        x.stats.commits += 1;
         bytes
     }
 
