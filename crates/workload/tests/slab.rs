@@ -258,23 +258,19 @@ fn xfsaild_forces_the_log_after_meeting_pinned_items() {
     assert!(x.log_forces > 5, "{x:?}");
 }
 
-/// The seed's pattern, as far as it emerges here (docs/slab.md): with
-/// 416 of 512 MiB locked, 5.8's blocking reclaim throttles the creates and
-/// no OOM kill happens, while non-blocking reclaim without pinning finds
-/// no progress (`should_reclaim_retry` gives up) and the OOM killer runs.
-///
-/// Ignored since the issue-19-oom merge: `out_of_memory` no longer kills on
-/// a global OOM without `__GFP_FS` (5.9 mm/oom_kill.c), and the creates'
-/// inode allocations are GFP_NOFS (transaction scope), so the kills this
-/// test saw came from a rule the kernel does not have. With the kernel's
-/// rule the run settles (about 1,400 free pages, no kill, 30 s); what else
-/// must reach the OOM killer (the dentry and page-cache allocations of the
-/// creates, a per-node path on 4 nodes) is open in docs/slab.md. Run with
-/// `--ignored` to see it fail. The progressive squeeze (docs/slab.md, "The
-/// progressive squeeze and the OOM point") does not give the seed's
-/// ordering either, so the test stays ignored.
+/// The seed's pattern, as far as it emerges here (docs/slab.md, "The log
+/// in bytes, the CIL and log pinning"): with 416 of 512 MiB locked at
+/// once, 5.8's blocking reclaim waits for cluster writes and nobody is
+/// killed, while non-blocking reclaim without pinning finds the inodes it
+/// walks dirty (the checkpoint writes share the disk with the cluster
+/// writes and read-backs that would clean them), reclaim counts no
+/// progress on any list, `should_reclaim_retry`'s watermark check fails
+/// and the OOM killer runs with memory still free (the min watermark).
+/// It was ignored from the issue-19-oom merge (the model's log had no
+/// I/O) until the log was modelled in bytes: with the checkpoints' writes
+/// taking no device time it fails again; it does not depend on the
+/// pinning itself.
 #[test]
-#[ignore = "the seed's OOM does not emerge with the kernel's NOFS rule; docs/slab.md"]
 fn nonblocking_unpinned_reclaim_ooms_where_sync_does_not() {
     let (c, _) = run(&fsmark(10, 416), "sync");
     assert_eq!(c.delta("oom_kill"), 0);
