@@ -193,12 +193,17 @@ pub(super) async fn xfs_buf_read(w: &World, sb: usize, c: u32, for_create: bool)
 
 /// Writes cluster `c` and waits for it (`xfs_iflush` + `xfs_bwrite` in 5.8
 /// `xfs_reclaim_inode` with `SYNC_WAIT`), reading it first if it is not
-/// cached. False if the buffer's pages could not be had.
+/// cached. False if the buffer's pages could not be had. A cluster under
+/// write (by `xfsaild`, which skipped this inode while it was pinned) is
+/// waited for first, as `xfs_imap_to_bp` waits for the buffer's lock.
 pub(super) async fn xfs_iflush_sync(w: &World, sb: usize, c: u32) -> bool {
     if !xfs_buf_read(w, sb, c, false).await {
         return false;
     }
     if w.k().supers[sb].xfs.clusters[c as usize].flushing {
+        while w.k().supers[sb].xfs.clusters[c as usize].flushing {
+            wait_on(w, sb, Wq::Io).await;
+        }
         return true;
     }
     let done = w.k().xfs_iflush_cluster_start(sb, c);
