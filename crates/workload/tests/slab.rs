@@ -266,10 +266,10 @@ fn xfsaild_forces_the_log_after_meeting_pinned_items() {
 /// writes and read-backs that would clean them), reclaim counts no
 /// progress on any list, `should_reclaim_retry`'s watermark check fails
 /// and the OOM killer runs with memory still free (the min watermark).
-/// It was ignored from the issue-19-oom merge (the model's log had no
-/// I/O) until the log was modelled in bytes: with the checkpoints' writes
-/// taking no device time it fails again; it does not depend on the
-/// pinning itself.
+/// It was ignored from the issue-19-oom merge (without the old rule that
+/// killed on GFP_NOFS allocations, nobody was killed) until the log was
+/// modelled in bytes: with the checkpoints' writes taking no device time
+/// it fails again; it does not depend on the pinning itself.
 #[test]
 fn nonblocking_unpinned_reclaim_ooms_where_sync_does_not() {
     let (c, _) = run(&fsmark(10, 416), "sync");
