@@ -542,9 +542,9 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                     eprintln!("reclaimlab: {}: {note}", job.name);
                 }
                 let x = &summary.xfs;
-                if x.reclaimed + x.skipped + x.cluster_writes > 0 {
+                if x.reclaimed + x.skipped + x.cluster_writes + x.commits > 0 {
                     eprintln!(
-                        "reclaimlab: {}: XFS inode reclaim freed {} inodes, skipped {} dirty or flushing, blocked {} times for {:.2} s; {} cluster buffers written, {} read back by flushes and {} by creates; {} creates waited for log space",
+                        "reclaimlab: {}: XFS inode reclaim freed {} inodes, skipped {} dirty or flushing, blocked {} times for {:.2} s; {} cluster buffers written, {} read back by flushes and {} by creates; {} creates waited for log space; log: {} checkpoints ({:.1} MiB), {} log forces, {} commits throttled at the CIL limit, {} inodes pinned at reclaim, {} pinned items met by xfsaild",
                         job.name,
                         x.reclaimed,
                         x.skipped,
@@ -553,7 +553,13 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                         x.cluster_writes,
                         x.buffer_reads,
                         x.create_buffer_reads,
-                        x.log_waits
+                        x.log_waits,
+                        x.checkpoints,
+                        x.checkpoint_bytes as f64 / (1 << 20) as f64,
+                        x.log_forces,
+                        x.cil_throttles,
+                        x.reclaim_pinned,
+                        x.ail_pinned
                     );
                 }
                 if summary.lru_lock_spin_s > 0.0 {

@@ -11,6 +11,12 @@ use reclaimlab_workload::sim::RunSummary;
 /// 512 MiB, 2 CPUs, no swap, one SSD.
 const BOX: &str = "name='box'\ncpus=2\nmemory_mib=512\nswap_mib=0\n[[devices]]\nname='sda'\nwrite_mb_s=200\nread_mb_s=250\nlatency_us=100\nseek_us=50\n";
 
+/// The same with 2 GiB, where 3 s of creates meet no memory pressure.
+const BOX_2G: &str = "name='box2g'\ncpus=2\nmemory_mib=2048\nswap_mib=0\n[[devices]]\nname='sda'\nwrite_mb_s=200\nread_mb_s=250\nlatency_us=100\nseek_us=50\n";
+
+/// 2 GiB and a 5 MB/s disk: a 32 MiB checkpoint takes 6.5 s to write.
+const SLOW_2G: &str = "name='slow2g'\ncpus=2\nmemory_mib=2048\nswap_mib=0\n[[devices]]\nname='sda'\nwrite_mb_s=5\nread_mb_s=5\nlatency_us=1000\nseek_us=50\n";
+
 /// 16 fs_mark processes (`-S0 -s 0`), and an mlock of `mlock_mib` first
 /// (0: none), for `secs` seconds.
 fn fsmark(secs: u32, mlock_mib: u32) -> String {
@@ -19,6 +25,11 @@ fn fsmark(secs: u32, mlock_mib: u32) -> String {
         s += &format!("[[worker]]\nkind='mlock'\nsize_mib={mlock_mib}\n");
     }
     s + "[[worker]]\nkind='fs-create'\ncount=16\ndirs=16\n"
+}
+
+/// `fsmark(secs, 0)` on `m` under v5.9 with `set`.
+fn creates(m: &str, secs: u32, set: &[(&str, &str)]) -> RunSummary {
+    sim(&machine(m), "v5.9", &fsmark(secs, 0), 1, set).1
 }
 
 fn run(spec: &str, mode: &str) -> (Collect, RunSummary) {
@@ -160,25 +171,106 @@ fn sync_reclaim_waits_on_cluster_writes_async_skips() {
     }
     assert!(unpinned.xfs.buffer_reads > 0, "{:?}", unpinned.xfs);
     assert_eq!(pinned.xfs.buffer_reads, 0, "{:?}", pinned.xfs);
+    // Inodes still in the CIL or a checkpoint in flight are pinned: 5.9
+    // skips them, 5.8 forces the log and waits (`xfs_iunpin_wait`), so it
+    // met some and skipped none.
+    for s in [&sync, &unpinned, &pinned] {
+        assert!(s.xfs.reclaim_pinned > 0, "{:?}", s.xfs);
+    }
 }
 
-/// The seed's pattern, as far as it emerges here (docs/slab.md): with
-/// 416 of 512 MiB locked, 5.8's blocking reclaim throttles the creates and
-/// no OOM kill happens, while non-blocking reclaim without pinning finds
-/// no progress (`should_reclaim_retry` gives up) and the OOM killer runs.
-///
-/// Ignored since the issue-19-oom merge: `out_of_memory` no longer kills on
-/// a global OOM without `__GFP_FS` (5.9 mm/oom_kill.c), and the creates'
-/// inode allocations are GFP_NOFS (transaction scope), so the kills this
-/// test saw came from a rule the kernel does not have. With the kernel's
-/// rule the run settles (about 1,400 free pages, no kill, 30 s); what else
-/// must reach the OOM killer (the dentry and page-cache allocations of the
-/// creates, a per-node path on 4 nodes) is open in docs/slab.md. Run with
-/// `--ignored` to see it fail. The progressive squeeze (docs/slab.md, "The
-/// progressive squeeze and the OOM point") does not give the seed's
-/// ordering either, so the test stays ignored.
+/// `xlog_cil_push_background` [5.8.1/5.9.1 fs/xfs/xfs_log_cil.c]: with no
+/// memory pressure and no log force, a checkpoint is written only when
+/// the CIL holds `XLOG_CIL_SPACE_LIMIT` (a 128 MiB log: 16 MiB); and
+/// `xlog_cil_insert_items` charges an item relogged in the same checkpoint
+/// only its growth, so a create costs its new inode item (256 bytes) and
+/// its directory entry, not the directory inode and the AG's blocks again.
 #[test]
-#[ignore = "the seed's OOM does not emerge with the kernel's NOFS rule; docs/slab.md"]
+fn cil_checkpoints_at_its_space_limit_and_charges_relogs_once() {
+    let s = creates(BOX_2G, 3, &[("xfs.log_mib", "128")]);
+    let x = &s.xfs;
+    assert_eq!((x.log_forces, x.reclaimed), (0, 0), "{x:?}");
+    assert!(x.checkpoints >= 2, "{x:?}");
+    let limit = 16 << 20;
+    let per = x.checkpoint_bytes / x.checkpoints;
+    assert!(per >= limit && per < 2 * limit, "{per} bytes a checkpoint");
+    let per_create = x.log_bytes / x.commits;
+    assert!(
+        (256..512).contains(&per_create),
+        "{per_create} bytes a create"
+    );
+}
+
+/// `xlog_cil_push_background`: a committer that finds the CIL at
+/// `XLOG_CIL_BLOCKING_SPACE_LIMIT` (twice the limit) sleeps on
+/// `xc_push_wait` until the push work takes the context; on a 5 MB/s disk
+/// the first 32 MiB checkpoint is still being written when the next
+/// context reaches 64 MiB, and every creator waits there.
+#[test]
+fn cil_blocks_committers_at_twice_its_limit() {
+    let s = creates(SLOW_2G, 6, &[("xfs.log_mib", "2048")]);
+    let x = &s.xfs;
+    assert_eq!(x.cil_throttles, 16, "{x:?}");
+    // Nothing was committed beyond the two contexts (the first in flight).
+    assert!(x.log_bytes < 4 * (32 << 20), "{x:?}");
+}
+
+/// `xlog_grant_push_ail` [5.8.1 fs/xfs/xfs_log.c]: each reservation checks
+/// the grant head, and when less than a quarter of the log is free the
+/// AIL is pushed to a quarter beyond the tail, so a small log (32 MiB)
+/// gets its inode clusters written with nothing reclaimed and no
+/// `xfs_ail_push_all`.
+#[test]
+fn a_log_short_of_a_quarter_free_pushes_the_ail() {
+    let s = creates(BOX_2G, 3, &[("xfs.log_mib", "32")]);
+    let x = &s.xfs;
+    assert_eq!((x.reclaimed, x.log_forces), (0, 0), "{x:?}");
+    assert!(x.cluster_writes > 1000, "{x:?}");
+    // Not everything: the push stops a quarter beyond the tail.
+    assert!(x.cluster_writes * 32 < x.commits, "{x:?}");
+}
+
+/// `xfs_log_worker` [5.8.1 fs/xfs/xfs_log.c]: every `xfssyncd_centisecs`
+/// a log force (the CIL pushed, below its limit) and `xfs_ail_push_all`.
+#[test]
+fn the_log_worker_forces_the_log_and_pushes_the_ail() {
+    let set = [
+        ("xfs.log_mib", "2048"),
+        ("fs.xfs.xfssyncd_centisecs", "100"),
+    ];
+    let s = creates(BOX_2G, 3, &set);
+    let x = &s.xfs;
+    assert_eq!(x.reclaimed, 0, "{x:?}");
+    assert!(x.log_forces >= 2 && x.checkpoints >= 2, "{x:?}");
+    assert!(x.cluster_writes > 0, "{x:?}");
+}
+
+/// `xfsaild_push` [5.8.1/5.9.1 fs/xfs/xfs_trans_ail.c]: a directory or AG
+/// item relogged into the CIL is pinned in the AIL (`XFS_ITEM_PINNED`);
+/// once a pass met one, the next pass forces the log. With 384 MiB locked
+/// and non-blocking reclaim (no `xfs_iunpin_wait`) in 10 s (before the
+/// log worker's 30 s), every log force is xfsaild's.
+#[test]
+fn xfsaild_forces_the_log_after_meeting_pinned_items() {
+    let (_, s) = run(&fsmark(10, 384), "async-pinned");
+    let x = &s.xfs;
+    assert!(x.ail_pinned > 0, "{x:?}");
+    assert!(x.log_forces > 5, "{x:?}");
+}
+
+/// The seed's pattern, as far as it emerges here (docs/slab.md, "The log
+/// in bytes, the CIL and log pinning"): with 416 of 512 MiB locked at
+/// once, 5.8's blocking reclaim waits for cluster writes and nobody is
+/// killed, while non-blocking reclaim without pinning finds the inodes it
+/// walks dirty (the checkpoint writes share the disk with the cluster
+/// writes and read-backs that would clean them), reclaim counts no
+/// progress on any list, `should_reclaim_retry`'s watermark check fails
+/// and the OOM killer runs with memory still free (the min watermark).
+/// It was ignored from the issue-19-oom merge (without the old rule that
+/// killed on GFP_NOFS allocations, nobody was killed) until the log was
+/// modelled in bytes: with the checkpoints' writes taking no device time
+/// it fails again; it does not depend on the pinning itself.
+#[test]
 fn nonblocking_unpinned_reclaim_ooms_where_sync_does_not() {
     let (c, _) = run(&fsmark(10, 416), "sync");
     assert_eq!(c.delta("oom_kill"), 0);

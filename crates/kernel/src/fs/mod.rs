@@ -2,17 +2,20 @@
 //! device with its dentry and VFS inode caches ([`super_block`]) and XFS's
 //! inode cache, cluster buffers, AIL and reclaim ([`xfs_icache`]).
 //!
-//! An fs_mark-style create ([`xfs_create`]) allocates a dentry, an
-//! `xfs_inode` and its log item from slab, dirties the inode (its
-//! directory's logging is not modelled) and leaves the dentry unused on
-//! the dentry LRU, as closing a new zero-length file does. Dirty inodes
-//! are cleaned by writing their cluster buffer (32 inodes, 16 KiB): by the
-//! AIL push (`xfsaild`), or, under `xfs.inode_reclaim=sync`, by the inode
-//! shrinker itself. See `docs/slab.md` for what is simplified.
+//! An fs_mark-style create ([`xfs_create`]) reserves log space, allocates
+//! a dentry, an `xfs_inode` and its log item from slab, commits the inode,
+//! its directory's and its AG's changes to the CIL ([`xfs_log`], where
+//! they stay pinned until their checkpoint is on disk) and leaves the
+//! dentry unused on the dentry LRU, as closing a new zero-length file
+//! does. Dirty inodes are cleaned by writing their cluster buffer (32
+//! inodes, 16 KiB) once unpinned: by the AIL push (`xfsaild`), or, under
+//! `xfs.inode_reclaim=sync`, by the inode shrinker itself. See
+//! `docs/slab.md` for what is simplified.
 
 pub mod super_block;
 pub mod xfs_buf;
 pub mod xfs_icache;
+pub mod xfs_log;
 
 use std::rc::Rc;
 
@@ -53,12 +56,9 @@ impl InodeReclaim {
 pub const INODES_PER_CLUSTER: usize = 32;
 /// Pages of a cluster buffer.
 pub const CLUSTER_PAGES: usize = 4;
-/// Log space one create takes, KiB (inode core, directory entry, headers).
-pub const LOG_KIB_PER_CREATE: u64 = 2;
-
 /// Mounts XFS on device `dev` (once; later calls return the same
-/// superblock): registers its shrinkers and starts `xfsaild` and the
-/// background inode reclaim worker.
+/// superblock): registers its shrinkers and starts `xfsaild`, the CIL
+/// push work, the log worker and the background inode reclaim worker.
 pub fn mount(w: &Rc<World>, dev: usize) -> usize {
     if let Some(i) = w.k().supers.iter().position(|s| s.dev == dev) {
         return i;
@@ -67,7 +67,7 @@ pub fn mount(w: &Rc<World>, dev: usize) -> usize {
         let mut k = w.k();
         let i = k.supers.len();
         let agcount = k.params.xfs_agcount as usize;
-        let log_items = k.params.xfs_log_mib * 1024 / LOG_KIB_PER_CREATE;
+        let log_bytes = k.params.xfs_log_mib << 20;
         use crate::mm::shrinker::{
             ShrinkerKind, DEFAULT_SEEKS, SHRINKER_MEMCG_AWARE, SHRINKER_NUMA_AWARE,
         };
@@ -87,7 +87,7 @@ pub fn mount(w: &Rc<World>, dev: usize) -> usize {
             SHRINKER_NUMA_AWARE,
         );
         k.supers
-            .push(SuperBlock::new(dev, shrinker, agcount, log_items));
+            .push(SuperBlock::new(dev, shrinker, agcount, log_bytes));
         i
     };
     let name = w.k().devs[dev].name.clone();
@@ -95,6 +95,24 @@ pub fn mount(w: &Rc<World>, dev: usize) -> usize {
         .k()
         .new_task(&format!("xfsaild/{name}"), crate::TaskKind::Kthread, 0);
     w.spawn(t, xfs_buf::xfsaild(w.clone(), sb));
+    let t = w.k().new_task(
+        &format!("kworker/{sb}:1H-xfs-buf/{name}"),
+        crate::TaskKind::Kthread,
+        0,
+    );
+    w.spawn(t, xfs_buf::xfs_buf_ioend_worker(w.clone(), sb));
+    let t = w.k().new_task(
+        &format!("kworker/u:1-xfs-cil/{name}"),
+        crate::TaskKind::Kthread,
+        0,
+    );
+    w.spawn(t, xfs_log::xlog_cil_push_worker(w.clone(), sb));
+    let t = w.k().new_task(
+        &format!("kworker/{sb}:1-xfs-sync/{name}"),
+        crate::TaskKind::Kthread,
+        0,
+    );
+    w.spawn(t, xfs_log::xfs_log_worker(w.clone(), sb));
     let t = w.k().new_task(
         &format!("kworker/{sb}:2-xfs-reclaim/{name}"),
         crate::TaskKind::Kthread,
@@ -118,37 +136,49 @@ pub enum CreateResult {
 /// (GFP_NOFS: `xfs_trans_alloc` sets `memalloc_nofs_save`) the
 /// `xfs_inode` (`xfs_inode_alloc`), a new cluster buffer when the AG's
 /// last one is full (`xfs_ialloc_ag_alloc`), the inode log item
-/// (`xfs_inode_item_init`), and the inode logged [5.8/5.9 fs/xfs/xfs_inode.c
-/// `xfs_create`]. Waits for log space first (`xlog_grant_head_wait`).
+/// (`xfs_inode_item_init`), and the inode, directory and AG changes
+/// committed to the CIL (`xfs_trans_commit` → `xfs_log_commit_cil`), then
+/// `xlog_cil_push_background` [5.8/5.9 fs/xfs/xfs_inode.c `xfs_create`].
+/// Reserves log space first (`xfs_trans_alloc` → `xfs_log_reserve`; the
+/// kernel takes it after the dentry, which changes nothing here).
 pub async fn xfs_create(w: &World, sb: usize, dir: u32) -> CreateResult {
-    xfs_buf::xlog_grant_head_wait(w, sb).await;
+    xfs_log::xfs_log_reserve(w, sb).await;
     let Some(dentry) = kmem_cache_alloc(w, Cache::Dentry, Gfp::KERNEL).await else {
+        w.k().xfs_log_ungrant(sb);
         return CreateResult::Killed;
     };
     let Some(ip) = kmem_cache_alloc(w, Cache::XfsInode, Gfp::NOFS_NOFAIL).await else {
-        w.k().kmem_cache_free(Cache::Dentry, dentry);
+        let mut k = w.k();
+        k.kmem_cache_free(Cache::Dentry, dentry);
+        k.xfs_log_ungrant(sb);
         return CreateResult::Killed;
     };
     let ag = {
         let k = w.k();
         (dir as usize) % k.supers[sb].xfs.ags.len()
     };
-    let Some(cluster) = xfs_icache::xfs_ialloc_cluster(w, sb, ag).await else {
+    let Some((cluster, new_chunk)) = xfs_icache::xfs_ialloc_cluster(w, sb, ag).await else {
         let mut k = w.k();
         k.kmem_cache_free(Cache::Dentry, dentry);
         k.kmem_cache_free(Cache::XfsInode, ip);
+        k.xfs_log_ungrant(sb);
         return CreateResult::Killed;
     };
     let Some(ili) = kmem_cache_alloc(w, Cache::XfsIli, Gfp::NOFS_NOFAIL).await else {
         let mut k = w.k();
         k.kmem_cache_free(Cache::Dentry, dentry);
         k.kmem_cache_free(Cache::XfsInode, ip);
+        k.xfs_log_ungrant(sb);
         return CreateResult::Killed;
     };
-    let mut k = w.k();
-    let ino = k.xfs_inode_new(sb, ag, cluster, ip, ili);
-    k.d_instantiate_unused(sb, dentry, ino);
-    let c = k.params.cost_fs_create_ns;
-    k.charge_sys(c);
+    {
+        let mut k = w.k();
+        let ino = k.xfs_inode_new(sb, ag, cluster, ip, ili);
+        k.xlog_cil_commit_create(sb, dir, ag, ino, new_chunk);
+        k.d_instantiate_unused(sb, dentry, ino);
+        let c = k.params.cost_fs_create_ns;
+        k.charge_sys(c);
+    }
+    xfs_log::xlog_cil_push_background(w, sb).await;
     CreateResult::Done
 }

@@ -48,7 +48,7 @@ pub struct SuperBlock {
 
 impl SuperBlock {
     /// A freshly mounted XFS on `dev`.
-    pub fn new(dev: usize, shrinker: usize, agcount: usize, log_items: u64) -> SuperBlock {
+    pub fn new(dev: usize, shrinker: usize, agcount: usize, log_bytes: u64) -> SuperBlock {
         SuperBlock {
             dev,
             shrinker,
@@ -56,7 +56,7 @@ impl SuperBlock {
             free_dentries: Vec::new(),
             dentry_lru: VecDeque::new(),
             inode_lru: VecDeque::new(),
-            xfs: XfsMount::new(agcount, log_items),
+            xfs: XfsMount::new(agcount, log_bytes),
         }
     }
 }

@@ -6,18 +6,19 @@
 //! fs/xfs/xfs_inode.c `xfs_iflush_cluster`; fs/xfs/xfs_trans_ail.c].
 //!
 //! Simplified (docs/slab.md): the AIL holds cluster buffers, not inode
-//! log items, in the order they were first dirtied, and a push writes a
-//! cluster's every dirty inode (as `xfs_iflush_cluster` does); log space
-//! is counted in dirty inodes, not bytes, with no CIL and no log pinning
-//! (an inode is in the AIL once its create commits); metadata I/O takes
+//! log items, at the LSN of their oldest committed dirty inode, beside one
+//! item per directory and per AG for their metadata (`xfs_log.rs`); a push
+//! writes a cluster's every dirty unpinned inode (as `xfs_iflush_cluster`
+//! does); log space, the CIL and pinning are in `xfs_log.rs`; metadata I/O takes
 //! the device's latency and bandwidth on a queue of its own, not through
 //! the block layer's request queue; buffers have no `b_lru_ref` (the
 //! buffer shrinker frees an unused buffer at its first scan).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::rc::Rc;
 
 use super::xfs_buf::{alloc_buf_pages, take_pending, xfs_buf_read, xfs_iflush_sync};
+use super::xfs_log::{xfs_iunpin_wait, Log};
 use super::{InodeReclaim, INODES_PER_CLUSTER};
 use crate::engine::{WaitQueue, World};
 use crate::mm::alloc::Gfp;
@@ -43,6 +44,11 @@ pub struct XfsInode {
     pub cluster: u32,
     /// Logged and not yet written.
     pub dirty: bool,
+    /// Sequence of the checkpoint it was last logged in (pinned until that
+    /// checkpoint is on disk).
+    pub seq: u64,
+    /// LSN of that checkpoint once on disk (its AIL position).
+    pub lsn: u64,
     /// Its cluster write is in flight (`xfs_iflock` held).
     pub flushing: bool,
 }
@@ -77,8 +83,8 @@ pub struct Cluster {
     pub flushing: bool,
     /// Held by dirty inodes' log items (`async-pinned`).
     pub held: bool,
-    /// In the AIL.
-    pub in_ail: bool,
+    /// In the AIL, at this LSN.
+    pub ail_lsn: Option<u64>,
     /// In `buf_lru`.
     pub on_lru: bool,
 }
@@ -103,6 +109,23 @@ pub struct XfsStats {
     pub cluster_writes: u64,
     /// Creates that waited for log space.
     pub log_waits: u64,
+    /// Create transactions committed to the CIL.
+    pub commits: u64,
+    /// Bytes committed to the CIL.
+    pub log_bytes: u64,
+    /// Checkpoints written, and their bytes (iclog headers included).
+    pub checkpoints: u64,
+    /// Bytes of the checkpoints.
+    pub checkpoint_bytes: u64,
+    /// Log forces: `xfsaild`'s, 5.8 reclaim's `xfs_iunpin_wait`, the log
+    /// worker's.
+    pub log_forces: u64,
+    /// Inodes found pinned by reclaim.
+    pub reclaim_pinned: u64,
+    /// Pinned items met by `xfsaild` (`XFS_ITEM_PINNED`).
+    pub ail_pinned: u64,
+    /// Commits throttled at the CIL's blocking limit.
+    pub cil_throttles: u64,
 }
 
 impl XfsStats {
@@ -116,6 +139,14 @@ impl XfsStats {
         self.create_buffer_reads += o.create_buffer_reads;
         self.cluster_writes += o.cluster_writes;
         self.log_waits += o.log_waits;
+        self.commits += o.commits;
+        self.log_bytes += o.log_bytes;
+        self.checkpoints += o.checkpoints;
+        self.checkpoint_bytes += o.checkpoint_bytes;
+        self.log_forces += o.log_forces;
+        self.reclaim_pinned += o.reclaim_pinned;
+        self.ail_pinned += o.ail_pinned;
+        self.cil_throttles += o.cil_throttles;
     }
 }
 
@@ -129,24 +160,39 @@ pub struct XfsMount {
     pub ags: Vec<Ag>,
     /// Cluster buffers.
     pub clusters: Vec<Cluster>,
-    /// The AIL: clusters with dirty inodes, oldest first.
-    pub ail: VecDeque<u32>,
+    /// The AIL by LSN: clusters with committed dirty inodes, directories
+    /// and AGs with logged metadata.
+    pub ail: BTreeSet<(u64, AilItem)>,
+    /// `ail_target`.
+    pub ail_target: u64,
+    /// `ail_last_pushed_lsn`.
+    pub ail_last_pushed: u64,
+    /// `ail_log_flush`: pinned items met since the last log force.
+    pub ail_log_flush: u64,
+    /// The log and its CIL.
+    pub log: Log,
     /// Unused cached buffers (`bt_lru`), oldest first; entries no longer
     /// eligible are dropped when met.
     pub buf_lru: VecDeque<u32>,
-    /// Dirty inodes (the log space in use).
+    /// Dirty inodes.
     pub dirty: u64,
-    /// Log space, in dirty inodes.
-    pub log_items: u64,
-    /// `xfs_ail_push_all` was asked for.
-    pub push_all: bool,
     next_ino: u64,
     /// `xfsaild` sleeps here.
     pub aild_wait: WaitQueue,
     /// Creates waiting for log space.
     pub log_wait: WaitQueue,
+    /// The CIL push work sleeps here.
+    pub cil_wait: WaitQueue,
+    /// Waiters for a checkpoint to be on disk (log forces, unpin waits).
+    pub force_wait: WaitQueue,
+    /// Committers throttled at the CIL's blocking limit (`xc_push_wait`).
+    pub cil_throttle: WaitQueue,
     /// Waiters for a cluster write or read to finish.
     pub io_wait: WaitQueue,
+    /// Writes in flight for the I/O completion worker, by end time.
+    pub ioend: VecDeque<(u64, super::xfs_buf::IoDone)>,
+    /// The I/O completion worker sleeps here.
+    pub ioend_wait: WaitQueue,
     /// End of the last metadata transfer.
     pub meta_busy_until: u64,
     /// Pages allocated for buffers and not yet installed (a read in flight).
@@ -156,11 +202,11 @@ pub struct XfsMount {
 }
 
 impl XfsMount {
-    /// An empty mount with `agcount` AGs and `log_items` of log space.
-    pub fn new(agcount: usize, log_items: u64) -> XfsMount {
+    /// An empty mount with `agcount` AGs and a log of `log_bytes`.
+    pub fn new(agcount: usize, log_bytes: u64) -> XfsMount {
         XfsMount {
             ags: (0..agcount.max(1)).map(|_| Ag::default()).collect(),
-            log_items: log_items.max(64),
+            log: Log::new(log_bytes, agcount),
             ..Default::default()
         }
     }
@@ -189,7 +235,9 @@ impl Kernel {
         self.profile.xfs_inode_reclaim
     }
 
-    /// A new inode of AG `ag` in `cluster`, logged (dirty) by its create.
+    /// A new inode of AG `ag` in `cluster`, logged (dirty) by its create;
+    /// the caller commits it to the CIL (`xlog_cil_commit_create`), where
+    /// it is pinned and not yet in the AIL.
     pub fn xfs_inode_new(&mut self, sb: usize, ag: usize, cluster: u32, obj: Obj, ili: Obj) -> u32 {
         let pinned = self.xfs_inode_reclaim() == InodeReclaim::AsyncPinned;
         let x = &mut self.supers[sb].xfs;
@@ -202,6 +250,8 @@ impl Kernel {
             ino,
             cluster,
             dirty: true,
+            seq: 0,
+            lsn: 0,
             flushing: false,
         };
         let i = match x.free_inodes.pop() {
@@ -218,20 +268,11 @@ impl Kernel {
         let cl = &mut x.clusters[cluster as usize];
         cl.inodes.push(i);
         cl.dirty += 1;
-        if !cl.in_ail {
-            cl.in_ail = true;
-            x.ail.push_back(cluster);
-        }
         if pinned {
             // xfs_trans_log_inode: the log item holds the buffer.
             cl.held = true;
         } else {
             x.buf_release(cluster);
-        }
-        if x.dirty > x.log_items * 3 / 4 && x.aild_wait.active() {
-            let mut wq = std::mem::take(&mut x.aild_wait);
-            self.exec.wake_up_all(&mut wq);
-            self.supers[sb].xfs.aild_wait = wq;
         }
         i
     }
@@ -264,6 +305,23 @@ pub(super) enum Wq {
     Io,
     /// An AG's reclaim lock.
     AgLock(usize),
+    /// The CIL push work.
+    Cil,
+    /// A checkpoint's completion.
+    Force,
+    /// The CIL's blocking limit.
+    CilThrottle,
+}
+
+/// An item in the AIL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum AilItem {
+    /// A cluster buffer's dirty inodes.
+    Cluster(u32),
+    /// A directory's inode and blocks.
+    Dir(u32),
+    /// An AG's header and btree blocks.
+    Ag(u16),
 }
 
 impl XfsMount {
@@ -272,6 +330,9 @@ impl XfsMount {
             Wq::Log => &mut self.log_wait,
             Wq::Io => &mut self.io_wait,
             Wq::AgLock(ag) => &mut self.ags[ag].lock_wait,
+            Wq::Cil => &mut self.cil_wait,
+            Wq::Force => &mut self.force_wait,
+            Wq::CilThrottle => &mut self.cil_throttle,
         }
     }
 }
@@ -292,8 +353,9 @@ pub(super) async fn wait_on(w: &World, sb: usize, which: Wq) {
 /// The cluster a new inode of `ag` goes in: the AG's current one, or a
 /// new chunk's (`xfs_ialloc_ag_alloc`: pages for its buffer, GFP_NOFS).
 /// In `async-pinned` mode the buffer must be in memory (`xfs_trans_log_inode`
-/// reads it): the create pays the read. `None` if an allocation failed.
-pub async fn xfs_ialloc_cluster(w: &World, sb: usize, ag: usize) -> Option<u32> {
+/// reads it): the create pays the read. `None` if an allocation failed;
+/// otherwise the cluster and whether it is a new chunk's.
+pub async fn xfs_ialloc_cluster(w: &World, sb: usize, ag: usize) -> Option<(u32, bool)> {
     let cur = {
         let mut k = w.k();
         let x = &mut k.supers[sb].xfs;
@@ -328,38 +390,46 @@ pub async fn xfs_ialloc_cluster(w: &World, sb: usize, ag: usize) -> Option<u32> 
                 for p in pages {
                     k.free_page(p);
                 }
-                return Some(c);
+                return Some((c, true));
             }
             let x = &mut k.supers[sb].xfs;
             x.clusters[c as usize].pages = pages;
             x.buf_release(c);
-            return Some(c);
+            return Some((c, true));
         }
     };
     if w.k().xfs_inode_reclaim() == InodeReclaim::AsyncPinned && !xfs_buf_read(w, sb, c, true).await
     {
         return None;
     }
-    Some(c)
+    Some((c, false))
 }
 
 /// `xfs_reclaim_inode`: frees inode `ino` of `ag` if it is clean; with
-/// `wait` (5.8's `SYNC_WAIT`) first waits for its flush lock and writes
-/// it if dirty; without, skips it if dirty or flushing.
+/// `wait` (5.8's `SYNC_WAIT`) first waits for its flush lock, then, if it
+/// is pinned, forces the log and waits for the unpin (`xfs_iunpin_wait`),
+/// and writes it if dirty; without (5.9), skips it if pinned, dirty or
+/// flushing [5.8.1/5.9.1 fs/xfs/xfs_icache.c `xfs_reclaim_inode`].
 async fn xfs_reclaim_inode(w: &World, sb: usize, ag: usize, ino: u64, wait: bool) {
+    let mut counted = false;
     loop {
-        let (dirty, flushing, cluster) = {
+        let (dirty, flushing, pinned, seq, cluster) = {
             let mut k = w.k();
             let x = &mut k.supers[sb].xfs;
             let Some(&i) = x.ags[ag].reclaimable.get(&ino) else {
                 return;
             };
             let ip = x.inodes[i as usize].expect("tagged inodes are live");
+            let pinned = ip.dirty && x.log.pinned(ip.seq);
+            if pinned && !counted {
+                x.stats.reclaim_pinned += 1;
+                counted = true;
+            }
             if !wait && (ip.dirty || ip.flushing) {
                 x.stats.skipped += 1;
                 return;
             }
-            (ip.dirty, ip.flushing, ip.cluster)
+            (ip.dirty, ip.flushing, pinned, ip.seq, ip.cluster)
         };
         if !dirty && !flushing {
             w.k().xfs_inode_free(sb, ag, ino);
@@ -369,6 +439,11 @@ async fn xfs_reclaim_inode(w: &World, sb: usize, ag: usize, ino: u64, wait: bool
         if flushing {
             // xfs_iflock(): wait for the write in flight.
             wait_on(w, sb, Wq::Io).await;
+        } else if pinned {
+            xfs_iunpin_wait(w, sb, seq).await;
+            if w.k().current().killed {
+                return;
+            }
         } else if !xfs_iflush_sync(w, sb, cluster).await {
             return;
         }
@@ -465,9 +540,7 @@ pub async fn xfs_reclaim_inodes_nr(w: &World, sb: usize, nr: u64) -> u64 {
     let mode = {
         let mut k = w.k();
         let k = &mut *k;
-        let x = &mut k.supers[sb].xfs;
-        x.push_all = true;
-        k.exec.wake_up_all(&mut x.aild_wait);
+        k.xfs_ail_push_all(sb);
         k.xfs_inode_reclaim()
     };
     let sync = mode == InodeReclaim::Sync;

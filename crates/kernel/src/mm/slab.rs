@@ -183,6 +183,9 @@ pub struct SlabState {
     /// `current->reclaim_state->reclaimed_slab` by task (`None`: the task
     /// is not in reclaim, `set_task_reclaim_state` not called).
     reclaim_state: Vec<Option<u64>>,
+    /// Tasks that set `PF_MEMALLOC` for good (`memalloc_noreclaim_save`
+    /// at a kernel thread's start, as `xfsaild` does).
+    noreclaim: Vec<bool>,
 }
 
 impl Default for SlabState {
@@ -190,6 +193,7 @@ impl Default for SlabState {
         SlabState {
             caches: [KmemCache::new(0), KmemCache::new(1), KmemCache::new(2)],
             reclaim_state: Vec::new(),
+            noreclaim: Vec::new(),
         }
     }
 }
@@ -213,6 +217,19 @@ impl Kernel {
     pub fn in_reclaim(&self) -> bool {
         let t = self.exec.current() as usize;
         matches!(self.slab.reclaim_state.get(t), Some(Some(_)))
+            || self.slab.noreclaim.get(t).copied().unwrap_or(false)
+    }
+
+    /// `memalloc_noreclaim_save()` for the rest of the current task's life
+    /// (a kernel thread that sets it at its start: 5.8/5.9 `xfsaild`): its
+    /// allocations take any free page and never enter reclaim.
+    pub fn memalloc_noreclaim_save(&mut self) {
+        let t = self.exec.current() as usize;
+        let nr = &mut self.slab.noreclaim;
+        if nr.len() <= t {
+            nr.resize(t + 1, false);
+        }
+        nr[t] = true;
     }
 
     /// Takes `reclaim_state->reclaimed_slab` and zeroes it (`shrink_node`).
