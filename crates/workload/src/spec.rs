@@ -388,7 +388,7 @@ pub const BUILTIN: &[(&str, &str, &str)] = &[
     ),
     (
         "fsmark-mlock",
-        "Dave Chinner's 2020 XFS inode-reclaim test: 16 fs_mark -S0 creators of empty files beside a process mlocking 416 MiB in 32 MiB steps every 2 s; run with --machine examples/machines/xfs-box.toml --kernel v5.9 --sweep xfs.inode_reclaim=sync,async,async-pinned --sweep mlock.size_mib=320,352,384,416,448 (docs/slab.md)",
+        "Dave Chinner's 2020 XFS inode-reclaim test: 16 fs_mark -S0 creators of empty files beside a process mlocking 416 MiB in 32 MiB steps every 2 s; run with --machine examples/machines/xfs-box.toml --kernel v5.9 --sweep xfs.inode_reclaim=sync,async,async-pinned --sweep mlock.size_mib=464,480,496,504,508 (docs/slab.md)",
         include_str!("../../../examples/workloads/fsmark-mlock.toml"),
     ),
     (
