@@ -8,14 +8,10 @@
 //! writeback are about what the block layer admitted plus one request,
 //! however large `writeback_chunk_size` (here thousands of pages) is.
 
+mod common;
+
 use reclaimlab_kernel::engine::World;
-use reclaimlab_kernel::kernel::TaskKind;
-use reclaimlab_kernel::machine::Machine;
-use reclaimlab_kernel::mm::filemap::file_write;
-use reclaimlab_kernel::params::Params;
-use reclaimlab_kernel::profile::profile;
 use reclaimlab_kernel::vmstat::Ev;
-use reclaimlab_kernel::{boot, SimConfig};
 use std::rc::Rc;
 
 /// 1 GiB, a 100 MB/s disk taking 64 KiB requests (16 pages), 4 in its queue:
@@ -24,16 +20,7 @@ const MACHINE: &str = "name='wbq'\ncpus=2\nmemory_mib=1024\nswap_mib=0\n[[device
 const MS: u64 = 1_000_000;
 
 fn boot_writer(pages: u32) -> Rc<World> {
-    let m = Machine::from_toml(MACHINE, "test").unwrap();
-    let p = profile("v5.15").unwrap();
-    let w = boot(&SimConfig::new(m, p, Params::defaults(p), 1));
-    let f = w.k().create_file(0, pages);
-    let t = w.k().new_task("writer", TaskKind::User, 0);
-    let w2 = w.clone();
-    w.spawn(t, async move {
-        let _ = file_write(&w2, f, 0, pages).await;
-    });
-    w
+    common::boot_one_writer(MACHINE, pages)
 }
 
 /// Background writeback of tens of thousands of dirty pages: at no time

@@ -9,14 +9,10 @@
 //!   after an inode's last page finished writeback, when no flusher or
 //!   dirtier is there to do it.
 
+mod common;
+
 use reclaimlab_kernel::engine::World;
-use reclaimlab_kernel::kernel::TaskKind;
-use reclaimlab_kernel::machine::Machine;
-use reclaimlab_kernel::mm::filemap::file_write;
-use reclaimlab_kernel::params::Params;
-use reclaimlab_kernel::profile::profile;
 use reclaimlab_kernel::vmstat::Ev;
-use reclaimlab_kernel::{boot, SimConfig};
 use std::rc::Rc;
 
 const MACHINE: &str = "name='wb'\ncpus=2\nmemory_mib=256\nswap_mib=0\n[[devices]]\nname='sda'\nwrite_mb_s=100\nread_mb_s=100\nlatency_us=100\n";
@@ -25,16 +21,7 @@ const SEC: u64 = 1_000_000_000;
 /// Boots the machine and starts one task that writes `pages` pages of a
 /// new file once, then exits.
 fn write_once(pages: u32) -> Rc<World> {
-    let m = Machine::from_toml(MACHINE, "test").unwrap();
-    let p = profile("v5.15").unwrap();
-    let w = boot(&SimConfig::new(m, p, Params::defaults(p), 1));
-    let f = w.k().create_file(0, pages);
-    let t = w.k().new_task("writer", TaskKind::User, 0);
-    let w2 = w.clone();
-    w.spawn(t, async move {
-        let _ = file_write(&w2, f, 0, pages).await;
-    });
-    w
+    common::boot_one_writer(MACHINE, pages)
 }
 
 /// Dirty pages between the background threshold and freerun: the writer is
