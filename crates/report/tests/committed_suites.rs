@@ -24,7 +24,7 @@ fn committed_suites_name_real_records_that_open() {
         }
     }
     assert_eq!(
-        pairs, 5,
-        "tuning: the host and two 6.1 guest runs; held out: two guests"
+        pairs, 7,
+        "tuning: the host and two 6.1 guest runs; held out: two guests, THPs on and off"
     );
 }
