@@ -24,11 +24,10 @@
 //! Run: `cargo run --release -p reclaimlab-host --example anon_reclaim_cost`
 //! Results: docs/bench/cpu-costs.md
 
-use std::fs::{self, OpenOptions};
-use std::io::Write;
 use std::path::PathBuf;
 
 use reclaimlab_host::cpu_probe::ProbeCgroup;
+use reclaimlab_host::swap;
 use reclaimlab_host::sys::vmstat_counter;
 
 const MIB: usize = 1 << 20;
@@ -45,55 +44,15 @@ fn thread_stime_ns() -> u64 {
     ru.ru_stime.tv_sec as u64 * 1_000_000_000 + ru.ru_stime.tv_usec as u64 * 1000
 }
 
-/// A temporary swap file, swapped off and removed on drop.
+/// The run's temporary swap file (`reclaimlab_host::swap`, as `run
+/// --swap-file` makes it), swapped off and removed on drop.
 struct SwapFile(PathBuf);
-
-impl SwapFile {
-    fn create(path: PathBuf) -> Result<SwapFile, String> {
-        let mut f = OpenOptions::new()
-            .create_new(true)
-            .write(true)
-            .open(&path)
-            .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
-        let guard = SwapFile(path);
-        let zero = vec![0u8; MIB];
-        for _ in 0..SWAP_MIB {
-            f.write_all(&zero)
-                .map_err(|e| format!("cannot write {}: {e}", guard.0.display()))?;
-        }
-        f.sync_all().map_err(|e| format!("fsync: {e}"))?;
-        use std::os::unix::fs::PermissionsExt;
-        let _ = fs::set_permissions(&guard.0, fs::Permissions::from_mode(0o600));
-        let ok = std::process::Command::new("mkswap")
-            .arg(&guard.0)
-            .stdout(std::process::Stdio::null())
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false);
-        if !ok {
-            return Err("mkswap failed (is util-linux installed?)".into());
-        }
-        let c = std::ffi::CString::new(guard.0.as_os_str().to_string_lossy().as_bytes())
-            .map_err(|_| "swap file path has a NUL byte".to_string())?;
-        // SAFETY: a valid NUL-terminated path; no memory is shared.
-        if unsafe { libc::swapon(c.as_ptr(), 0) } != 0 {
-            return Err(format!(
-                "swapon {}: {}",
-                guard.0.display(),
-                std::io::Error::last_os_error()
-            ));
-        }
-        Ok(guard)
-    }
-}
 
 impl Drop for SwapFile {
     fn drop(&mut self) {
-        if let Ok(c) = std::ffi::CString::new(self.0.as_os_str().to_string_lossy().as_bytes()) {
-            // SAFETY: as in create.
-            unsafe { libc::swapoff(c.as_ptr()) };
+        if let Err(e) = swap::remove_swap_file(&self.0) {
+            eprintln!("anon_reclaim_cost: {e}");
         }
-        let _ = fs::remove_file(&self.0);
     }
 }
 
@@ -116,10 +75,11 @@ fn main() {
         swap_path.display(),
         std::process::id()
     );
-    let swap = SwapFile::create(swap_path).unwrap_or_else(|e| {
+    if let Err(e) = swap::create_swap_file(&swap_path, (SWAP_MIB * MIB) as u64) {
         eprintln!("anon_reclaim_cost: {e}");
         std::process::exit(2);
-    });
+    }
+    let swap = SwapFile(swap_path);
     let bytes = MAP_MIB * MIB;
     // SAFETY: a private anonymous mapping of `bytes`, unmapped below.
     let p = unsafe {

@@ -165,16 +165,9 @@ fn pswpin() -> u64 {
 /// `anon_reclaim_cost` example, docs/bench/cpu-costs.md). `None` without
 /// swap, root or a memory cgroup; the cgroup is removed afterwards.
 pub fn swap_cycle(pages: usize) -> Option<f64> {
-    let swap = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let swap_kb: u64 = swap.lines().find_map(|l| {
-        l.strip_prefix("SwapFree:")?
-            .trim()
-            .trim_end_matches("kB")
-            .trim()
-            .parse()
-            .ok()
-    })?;
-    if swap_kb * 1024 < (pages * PAGE) as u64 {
+    let swap_free =
+        crate::sys::meminfo_bytes(&std::fs::read_to_string("/proc/meminfo").ok()?, "SwapFree")?;
+    if swap_free < (pages * PAGE) as u64 {
         return None;
     }
     let cg = ProbeCgroup::create(pages * PAGE / 4)?;
