@@ -336,6 +336,7 @@ mod tests {
                 wbt_lat_usec: Some(75000),
             }),
             memcg_version: Some(2),
+            fstype: Some("btrfs".into()),
         };
         let bw = Bandwidth {
             write_mb_s: 123.4,

@@ -165,6 +165,9 @@ pub struct Kernel {
     pub shrinkers: Vec<crate::mm::shrinker::Shrinker>,
     /// Mounted filesystems (`super_blocks`).
     pub supers: Vec<crate::fs::SuperBlock>,
+    /// Per device: its data filesystem's write-completion work
+    /// (`crate::fs::ioend`).
+    pub conversions: Vec<crate::fs::ioend::ConversionQueue>,
 }
 
 impl Kernel {
@@ -233,6 +236,7 @@ impl Kernel {
             slab: Default::default(),
             shrinkers: Vec::new(),
             supers: Vec::new(),
+            conversions: Vec::new(),
             params,
         }
         .with_cpus()

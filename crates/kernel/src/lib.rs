@@ -149,6 +149,18 @@ pub fn boot(cfg: &SimConfig) -> Rc<World> {
         let name = format!("irq/{}", w.k().devs[d].name);
         let t = w.k().new_task(&name, TaskKind::Kthread, 0);
         w.spawn(t, block::device_irq(w.clone(), d));
+        w.k().conversions.push(Default::default());
+        let fs = cfg.machine.devices[d].fs;
+        for i in 0..fs::ioend::conversion_workers(fs, cfg.machine.cpus) {
+            let name = match fs {
+                Some(machine::DataFs::Xfs) => {
+                    format!("kworker/{i}:2-xfs-conv/{}", w.k().devs[d].name)
+                }
+                _ => format!("kworker/u{}:3-ext4-rsv-conversion", 2 * cfg.machine.cpus),
+            };
+            let t = w.k().new_task(&name, TaskKind::Kthread, 0);
+            w.spawn(t, fs::ioend::conversion_worker(w.clone(), d));
+        }
     }
     w
 }

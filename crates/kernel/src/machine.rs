@@ -48,6 +48,47 @@ impl Scheduler {
     }
 }
 
+/// The filesystem on a device that holds the workload's files, for the two
+/// things of it reclaim sees: whether `pageout()` can write a dirty page
+/// (`->writepage`), and whether a write into a block never written before
+/// (fio's files are `fallocate`d: unwritten extents) ends its pages'
+/// writeback only after a workqueue has converted the extent
+/// (`crate::fs::ioend`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DataFs {
+    /// XFS: `->writepage` up to 5.10 (`xfs_vm_writepage` →
+    /// `iomap_writepage`), none from 5.15 (`xfs_address_space_operations`
+    /// has only `->writepages`), so 5.15+ `pageout()` activates every dirty
+    /// file page; unwritten and append ioends complete on the per-CPU
+    /// `xfs-conv` workqueue (5.15 `xfs_prepare_ioend`, `xfs_end_io`).
+    Xfs,
+    /// ext4 (`dioread_nolock`, extents): `ext4_writepage` refuses from
+    /// reclaim a page whose block is delayed or unwritten (redirties it;
+    /// 5.15/6.1 fs/ext4/inode.c); unwritten io_ends complete on
+    /// `ext4-rsv-conversion`, one work at a time per filesystem (5.15
+    /// `ext4_end_bio` → `ext4_put_io_end_defer` → `ext4_add_complete_io`).
+    Ext4,
+}
+
+impl DataFs {
+    /// Name as written in machine files.
+    pub fn name(self) -> &'static str {
+        match self {
+            DataFs::Xfs => "xfs",
+            DataFs::Ext4 => "ext4",
+        }
+    }
+    /// From a mount's filesystem type (`/proc/mounts`), if modelled.
+    pub fn from_fstype(t: &str) -> Option<DataFs> {
+        match t {
+            "xfs" => Some(DataFs::Xfs),
+            "ext4" => Some(DataFs::Ext4),
+            _ => None,
+        }
+    }
+}
+
 /// One block device.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -88,6 +129,12 @@ pub struct DeviceSpec {
     /// has none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wbt_lat_usec: Option<u64>,
+    /// The filesystem holding the workload's files on this device (`xfs`,
+    /// `ext4`). Unset: a filesystem whose `->writepage` writes any dirty
+    /// page and whose writes end at the bio's completion (what the model
+    /// did before filesystems were told apart).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fs: Option<DataFs>,
 }
 
 fn default_max_sectors_kb() -> u32 {
@@ -223,6 +270,7 @@ fn dev(name: &str, w: f64, r: f64, lat: f64, seek: f64, qd: u32) -> DeviceSpec {
         scheduler: None,
         max_sectors_kb: default_max_sectors_kb(),
         wbt_lat_usec: None,
+        fs: None,
     }
 }
 
@@ -262,6 +310,7 @@ pub fn builtin_machines() -> Vec<Machine> {
             // a sixteenth of the whole machine's.
             devices: vec![DeviceSpec {
                 max_sectors_kb: 1280 / 16,
+                fs: Some(DataFs::Xfs),
                 ..dev("sda", 31.0, 33.0, 80.0, 20.0, 32)
             }],
             data_device: None,
@@ -347,7 +396,11 @@ pub fn builtin_machines() -> Vec<Machine> {
             // 32 GiB this profile had before) no throttling site fires; the
             // README shows both.
             swap_mib: 2 * 1024,
-            devices: vec![dev("sda", 500.0, 530.0, 80.0, 20.0, 32)],
+            // The letters' data: "a freshly created XFS filesystem".
+            devices: vec![DeviceSpec {
+                fs: Some(DataFs::Xfs),
+                ..dev("sda", 500.0, 530.0, 80.0, 20.0, 32)
+            }],
             data_device: None,
             swap_device: None,
             workload_cgroup: None,

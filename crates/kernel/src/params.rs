@@ -148,6 +148,10 @@ params! {
     slice_us: u64 = |_| 3_000, "sched.slice_us", 100, 1_000_000, "CPU time slice before a runnable task yields to a waiting one";
     cost_scan_ns: u64 = |_| 150, "cost.scan_page_ns", 0, 1_000_000, "system CPU per page scanned by reclaim (isolate + reference check)";
     cost_reclaim_ns: u64 = |_| 800, "cost.reclaim_page_ns", 0, 1_000_000, "system CPU per page reclaimed (unmap, remove from mapping, free)";
+    cost_ext4_convert_ns: u64 = |_| 9_000, "cost.ext4_convert_ns", 0, 100_000_000, "system CPU of one ext4 io_end conversion of unwritten extents at write completion (ext4-rsv-conversion), before its pages end writeback; plus cost.ext4_convert_page_ns per page (measured on 6.18: about 9 us + 12 us per MiB, docs/bench/cpu-costs.md, unwritten_convert_cost)";
+    cost_ext4_convert_page_ns: u64 = |_| 47, "cost.ext4_convert_page_ns", 0, 100_000_000, "system CPU per page of an ext4 io_end conversion, on top of cost.ext4_convert_ns (12 us per MiB measured on 6.18)";
+    cost_xfs_convert_ns: u64 = |_| 6_000, "cost.xfs_convert_ns", 0, 100_000_000, "system CPU of one XFS xfs_iomap_write_unwritten transaction at write completion (xfs-conv), before its pages end writeback; plus cost.xfs_convert_page_ns per page (measured on 6.18: about 6 us + 4 us per MiB, docs/bench/cpu-costs.md, unwritten_convert_cost)";
+    cost_xfs_convert_page_ns: u64 = |_| 16, "cost.xfs_convert_page_ns", 0, 100_000_000, "system CPU per page of an XFS unwritten conversion, on top of cost.xfs_convert_ns (4 us per MiB measured on 6.18)";
     cost_swapout_ns: u64 = |_| 5_000, "cost.swapout_page_ns", 0, 100_000_000, "system CPU per anonymous page reclaim writes to swap, on top of the scan and the I/O submission (try_to_unmap with its TLB flush, add_to_swap, the swap cache; measured on the reference host, a nested VM: docs/bench/cpu-costs.md, anon_reclaim_cost)";
     cost_fault_ns: u64 = |_| 1_900, "cost.fault_ns", 0, 1_000_000, "system CPU per page fault, excluding zeroing";
     cost_zero_ns: u64 = |_| 80, "cost.zero_page_ns", 0, 1_000_000, "system CPU to zero a 4 KiB page (measured: docs/bench/cpu-costs.md)";

@@ -226,6 +226,12 @@ pub struct KernelProfile {
     /// XFS inode reclaim (`xfs.inode_reclaim`): `sync` up to 5.8,
     /// `async-pinned` from 5.9.
     pub xfs_inode_reclaim: InodeReclaim,
+    /// XFS has `->writepage` (`xfs_vm_writepage`, 5.8–5.10
+    /// fs/xfs/xfs_aops.c), so kswapd's `pageout()` writes dirty XFS pages;
+    /// 5.15's `xfs_address_space_operations` has none, and `pageout()`
+    /// returns `PAGE_ACTIVATE` (only machines whose data device says
+    /// `fs = "xfs"` see a difference).
+    pub xfs_writepage: bool,
 }
 
 /// 4.16, from 2.6.37: the 5.15 call sites (`congestion_wait` for kswapd and
@@ -273,8 +279,9 @@ const V5_9: KernelProfile = KernelProfile {
 /// 5.15, from 5.9: `do_shrink_slab` of 5.13+.
 const V5_15: KernelProfile = KernelProfile {
     name: "v5.15",
-    description: "congestion_wait()/wait_iff_congested() at every 5.15 call site; msleep(100) in too_many_isolated",
+    description: "congestion_wait()/wait_iff_congested() at every 5.15 call site; msleep(100) in too_many_isolated; XFS without ->writepage",
     do_shrink_slab: ShrinkSlab::V5_15,
+    xfs_writepage: false,
     ..V5_9
 };
 
@@ -391,7 +398,7 @@ pub enum PolicyError {
 
 /// The sites and switches of a profile that `--set policy.NAME=VALUE`
 /// changes, with their help lines.
-const POLICY: [(&str, &str); 17] = [
+const POLICY: [(&str, &str); 18] = [
     ("policy.kswapd_immediate", "what kswapd does at the end of shrink_node when it met pages under writeback marked for immediate reclaim (sc->nr.immediate)"),
     ("policy.direct_congested", "what direct reclaim does at the end of shrink_node when kswapd has marked the lruvec LRUVEC_CONGESTED"),
     ("policy.too_many_isolated", "what shrink_inactive_list does (once) while too_many_isolated()"),
@@ -408,11 +415,12 @@ const POLICY: [(&str, &str); 17] = [
     ("policy.too_many_isolated_loop", "once: shrink_inactive_list sleeps at most once while too_many_isolated() (5.x); unbounded: it sleeps until the condition clears (2.6.36/2.6.37; with policy.too_many_isolated=none it gives up at once)"),
     ("policy.do_shrink_slab", "do_shrink_slab's arithmetic: 4.19 (4.19.1: delta floored at min(freeable, batch)), 5.8 (5.8-5.10: all deferred work added, capped at freeable/2 while delta is small) or 5.15 (5.13+: deferred work >> priority, both capped at 2 x freeable)"),
     ("xfs.inode_reclaim", "XFS inode reclaim from the superblock shrinker: sync (up to 5.8: SYNC_TRYLOCK|SYNC_WAIT, per-AG lock, waits on flushing inodes, writes dirty clusters synchronously, reading the buffer back if it was reclaimed), async (the 2019 RFC: non-blocking, dirty inodes skipped, cluster buffers not pinned) or async-pinned (5.9: non-blocking, each dirty inode's cluster buffer held from its first logging)"),
+    ("xfs.writepage", "1: XFS has ->writepage and kswapd's pageout() writes dirty pages of a data device with fs = \"xfs\" (up to 5.10); 0: it has none and pageout() activates them (5.15+)"),
     ("policy.rate_priority", "no kernel: off (every kernel), or gross/net: a direct reclaimer about to sleep in reclaim_throttle (not for ISOLATED) goes on if the pages it allocated (net: less those it freed or reclaimed) per second over its last throttle.rate.window_ms are at most the machine's reclaim rate (pgsteal per second) divided among the user tasks"),
 ];
 
 /// Every `policy.*` name (and `xfs.inode_reclaim`, a profile setting too).
-pub const POLICY_NAMES: [&str; 17] = [
+pub const POLICY_NAMES: [&str; 18] = [
     POLICY[0].0,
     POLICY[1].0,
     POLICY[2].0,
@@ -430,6 +438,7 @@ pub const POLICY_NAMES: [&str; 17] = [
     POLICY[14].0,
     POLICY[15].0,
     POLICY[16].0,
+    POLICY[17].0,
 ];
 
 const BOOL_CHOICES: [(&str, bool); 2] = [("0", false), ("1", true)];
@@ -460,6 +469,7 @@ fn accepted_values(name: &str) -> Vec<&'static str> {
         "policy.noprogress" => names(&NoProgress::CHOICES),
         "policy.writeback_wakeups"
         | "policy.isolated_wakeups"
+        | "xfs.writepage"
         | "policy.direct_congested_sees_node" => names(&BOOL_CHOICES),
         "policy.congestion_flags" => names(&CongestionFlags::CHOICES),
         "policy.too_many_isolated_loop" => names(&early::LOOP_CHOICES),
@@ -499,6 +509,7 @@ impl KernelProfile {
             }
             "policy.do_shrink_slab" => choice_name(&ShrinkSlab::CHOICES, self.do_shrink_slab),
             "xfs.inode_reclaim" => choice_name(&InodeReclaim::CHOICES, self.xfs_inode_reclaim),
+            "xfs.writepage" => choice_name(&BOOL_CHOICES, self.xfs_writepage),
             _ => return None,
         })
     }
@@ -547,6 +558,7 @@ impl KernelProfile {
             "xfs.inode_reclaim" => {
                 self.xfs_inode_reclaim = parse_choice(&InodeReclaim::CHOICES, name, value)?
             }
+            "xfs.writepage" => self.xfs_writepage = parse_choice(on, name, value)?,
             _ => return Err(PolicyError::Unknown { name: name.into() }),
         }
         let sites = [

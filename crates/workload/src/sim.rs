@@ -156,6 +156,9 @@ fn start_workers(
                 let mut k = w.k();
                 let f = k.create_file(data_dev, file_pages);
                 k.files[f as usize].sparse = spec.sparse;
+                if spec.kind == WorkerKind::FileWriter && spec.fallocate && !spec.sparse {
+                    k.fallocate(f);
+                }
                 if spec.kind == WorkerKind::MmapFileReader {
                     k.mmap_file(f);
                 }

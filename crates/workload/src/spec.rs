@@ -13,6 +13,7 @@
 //! block_kib = 1024
 //! pattern = "random"       # or "sequential"; each pass writes every block once
 //! invalidate = true        # fio's default: fadvise(DONTNEED) the files at each pass
+//! fallocate = true         # fio's default: files laid out as unwritten extents
 //!
 //! [[worker]]
 //! kind = "anon-hog"        # writes one word per page, endless passes
@@ -131,6 +132,7 @@ pub const WORKER_KEYS: &[&str] = &[
     "in_warmup",
     "passes",
     "invalidate",
+    "fallocate",
     "shared",
     "step_mib",
     "step_interval_s",
@@ -206,6 +208,13 @@ pub struct WorkerSpec {
     /// them, dropping their clean cached pages.
     #[serde(default = "yes")]
     pub invalidate: bool,
+    /// file-writer: fio's `fallocate=native` (default true, as fio's): each
+    /// step's files are created with `fallocate(fd, 0, 0, size)`, so every
+    /// first write lands in an unwritten extent (converted at completion;
+    /// refused by ext4's `->writepage` from reclaim). false: the files'
+    /// blocks are all written (as a file laid out by writing it).
+    #[serde(default = "yes")]
+    pub fallocate: bool,
     /// mmap-file-reader: all `count` processes map the same files (true, the
     /// default) or each its own (false, as in mapped-file-stream.c).
     #[serde(default = "yes")]
@@ -280,6 +289,7 @@ impl WorkerSpec {
             passes: 0,
             shared: true,
             invalidate: true,
+            fallocate: true,
             cgroup: None,
             device: None,
             step_mib: 0,
@@ -574,6 +584,7 @@ impl Spec {
                 "in_warmup" => w.in_warmup = Some(boolean(value)?),
                 "passes" => w.passes = int32(value)?,
                 "invalidate" => w.invalidate = boolean(value)?,
+                "fallocate" => w.fallocate = boolean(value)?,
                 "shared" => w.shared = boolean(value)?,
                 "step_mib" => w.step_mib = int32(value)?,
                 "step_interval_s" => {
@@ -615,6 +626,7 @@ impl Spec {
             "in_warmup" => w.starts_in_warmup().to_string(),
             "passes" => w.passes.to_string(),
             "invalidate" => w.invalidate.to_string(),
+            "fallocate" => w.fallocate.to_string(),
             "shared" => w.shared.to_string(),
             "step_mib" => w.step_mib.to_string(),
             "step_interval_s" => w.step_interval_s.to_string(),

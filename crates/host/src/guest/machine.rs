@@ -307,7 +307,8 @@ impl GuestMachine {
         }
         t.push_str(&format!(
             "\n[[devices]]\nname = \"vdb\"\nlayer = \"blk-mq\"\nwrite_mb_s = {disk:.1}\nread_mb_s = {disk:.1}\n\
-             latency_us = 100.0\nseek_us = 0.0\nqueue_depth = 128\nscheduler = \"{scheduler}\"\nwbt_lat_usec = 75000\n"
+             latency_us = 100.0\nseek_us = 0.0\nqueue_depth = 128\nscheduler = \"{scheduler}\"\nwbt_lat_usec = 75000\n\
+             fs = \"ext4\"  # the guest's data filesystem (guest::boot makes it with mkfs.ext4)\n"
         ));
         t.push_str(
             "\n[[devices]]\nname = \"vdc\"\nlayer = \"blk-mq\"\nwrite_mb_s = 200.0\nread_mb_s = 200.0\n\
@@ -455,6 +456,7 @@ mod tests {
             "write_mb_s = 16.0\nread_mb_s = 16.0\n",
             "scheduler = \"none\"\n",
             "data_device = \"vdb\"\nswap_device = \"vdc\"\n",
+            "fs = \"ext4\"",
         ] {
             assert!(t.contains(line), "{line:?} missing in\n{t}");
         }

@@ -79,6 +79,8 @@ pub struct HostFacts {
     pub device: Option<BlockDev>,
     /// The memory controller's cgroup version (1 or 2), if it is mounted.
     pub memcg_version: Option<u32>,
+    /// The filesystem type of the directory's mount (`/proc/mounts`).
+    pub fstype: Option<String>,
 }
 
 /// NUMA nodes of this host (`/sys/devices/system/node/nodeN`), at least 1.
@@ -124,5 +126,6 @@ pub fn gather_facts(dir: &Path) -> Result<HostFacts> {
             crate::cgroup::Version::V1 => 1,
             crate::cgroup::Version::V2 => 2,
         }),
+        fstype: sys::mount_of(&sys::mounts(), dir).map(|m| m.fstype.clone()),
     })
 }

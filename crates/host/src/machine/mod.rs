@@ -219,6 +219,7 @@ mod tests {
                 wbt_lat_usec: Some(2000),
             }),
             memcg_version: Some(1),
+            fstype: Some("ext4".into()),
         }
     }
 

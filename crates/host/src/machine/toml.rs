@@ -314,5 +314,17 @@ pub fn machine_toml(
             t.push_str(&format!("wbt_lat_usec = {us}\n"));
         }
     }
+    // The filesystem decides whether reclaim can write a dirty page and
+    // when a write into a fallocated block ends (reclaimlab's DataFs).
+    match facts.fstype.as_deref() {
+        Some(fs @ ("xfs" | "ext4")) => {
+            t.push_str(&format!("fs = {}  # {} (/proc/mounts)\n", toml_str(fs), facts.dir.display()))
+        }
+        Some(other) => t.push_str(&format!(
+            "# fs: {other} at {} (not modelled: a filesystem that writes any dirty page from reclaim and ends writes at the bio)\n",
+            facts.dir.display()
+        )),
+        None => {}
+    }
     Ok((t, warnings))
 }

@@ -336,6 +336,7 @@ impl Kernel {
         };
         let dir = rq.kind.dir();
         match rq.kind {
+            ReqKind::FileWrite if self.fs_end_bio(d, &rq.pages) => {}
             ReqKind::FileWrite | ReqKind::SwapOut => {
                 for &pfn in &rq.pages {
                     self.folio_end_writeback(pfn);

@@ -12,6 +12,7 @@
 //! `xfs.inode_reclaim=sync`, by the inode shrinker itself. See
 //! `docs/slab.md` for what is simplified.
 
+pub mod ioend;
 pub mod super_block;
 pub mod xfs_buf;
 pub mod xfs_icache;

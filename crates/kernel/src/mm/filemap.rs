@@ -60,9 +60,29 @@ pub struct File {
     pub mapped: Vec<u64>,
     /// Accessed bits of the mapped pages.
     pub young: Vec<u64>,
+    /// Pages whose blocks were never written since the file was laid out
+    /// with `fallocate` (unwritten extents): a write into one needs a
+    /// conversion at completion (`crate::fs::ioend`), and ext4's
+    /// `->writepage` refuses it from reclaim. Empty: every block is
+    /// written (a file laid out by writing it, or not fallocated).
+    /// Simplified: page granularity; a page is converted when its write
+    /// completes, not the whole extent around it.
+    pub unwritten: Vec<u64>,
 }
 
 impl File {
+    /// The block under page `index` is unwritten (see [`File::unwritten`]).
+    pub fn block_unwritten(&self, index: u32) -> bool {
+        self.unwritten
+            .get((index / 64) as usize)
+            .is_some_and(|m| m & (1 << (index % 64)) != 0)
+    }
+    /// Marks the block under page `index` written (its conversion done).
+    pub fn mark_written(&mut self, index: u32) {
+        if let Some(m) = self.unwritten.get_mut((index / 64) as usize) {
+            *m &= !(1 << (index % 64));
+        }
+    }
     /// The first page at or after `from` tagged dirty, if any (no wrap).
     pub fn next_dirty(&self, from: u32) -> Option<u32> {
         let mut w = from as usize / 64;
@@ -107,8 +127,20 @@ impl Kernel {
             sparse: false,
             mapped: Vec::new(),
             young: Vec::new(),
+            unwritten: Vec::new(),
         });
         id
+    }
+
+    /// `fallocate(fd, 0, 0, size)` of a new file (fio's default
+    /// `fallocate=native`): every block allocated as an unwritten extent.
+    pub fn fallocate(&mut self, f: u32) {
+        let file = &mut self.files[f as usize];
+        let words = (file.size as usize).div_ceil(64);
+        file.unwritten = vec![u64::MAX; words];
+        if !file.size.is_multiple_of(64) {
+            file.unwritten[words - 1] = (1u64 << (file.size % 64)) - 1;
+        }
     }
 
     /// `mmap(MAP_SHARED)` of file `f` (read-only): sets up its page table.

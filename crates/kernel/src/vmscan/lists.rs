@@ -13,6 +13,7 @@
 use super::{ScanControl, SWAP_CLUSTER_MAX};
 use crate::block::{submit_bio, ReqKind, BLK_RW_ASYNC};
 use crate::engine::World;
+use crate::fs::ioend::FsWritepage;
 use crate::mm::anon::ORPHAN;
 use crate::mm::memcontrol::MemcgVm;
 use crate::mm::page::{pg, Lru, Pfn};
@@ -23,6 +24,18 @@ use crate::sched::run_on_cpu;
 use crate::throttle::throttle_at;
 use crate::vmstat::Ev;
 use crate::Kernel;
+
+/// What `pageout` did (5.15 `pageout_t`, less `PAGE_KEEP`/`PAGE_CLEAN`,
+/// which the model never returns).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pageout {
+    /// `PAGE_SUCCESS`, writeback started.
+    Success,
+    /// `PAGE_SUCCESS`, but `->writepage` redirtied the page.
+    Redirtied,
+    /// `PAGE_ACTIVATE`: no `->writepage`.
+    Activate,
+}
 
 /// Where a page goes after `shrink_folio_list`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -228,10 +241,27 @@ impl Kernel {
 
     /// `pageout`: starts writeback of a dirty page (`->writepage` with
     /// `for_reclaim`); the page stays on the inactive list under writeback.
-    fn pageout(&mut self, pfn: Pfn, writes: &mut Vec<PendingWrite>) {
+    /// For a file page the data filesystem decides first
+    /// ([`Kernel::fs_writepage`]).
+    fn pageout(&mut self, pfn: Pfn, writes: &mut Vec<PendingWrite>) -> Pageout {
         let p = self.frames.get(pfn);
         let file = p.test(pg::FILE);
         if file {
+            match self.fs_writepage(pfn) {
+                FsWritepage::Write => {}
+                // 5.15 pageout(): `mapping->a_ops->writepage == NULL`.
+                FsWritepage::None => return Pageout::Activate,
+                FsWritepage::Redirty => {
+                    // ext4_writepage redirtied the page without writing
+                    // it; pageout() still counts a write: no writeback
+                    // started, so PG_reclaim is cleared (5.15 pageout:
+                    // "synchronous write or broken a_ops?"), then
+                    // NR_VMSCAN_WRITE and PAGE_SUCCESS.
+                    self.frames.get_mut(pfn).clear(pg::RECLAIM);
+                    self.count(Ev::NrVmscanWrite, 1);
+                    return Pageout::Redirtied;
+                }
+            }
             self.clear_page_dirty_for_io(pfn);
         } else {
             self.frames.get_mut(pfn).clear(pg::DIRTY);
@@ -253,6 +283,7 @@ impl Kernel {
                 pfn,
             ));
         }
+        Pageout::Success
     }
 
     /// `shrink_folio_list` (5.15 `shrink_page_list`): decides the fate of
@@ -429,9 +460,14 @@ impl Kernel {
             if references == FolioReferences::ReclaimClean || !may_enter_fs || !sc.may_writepage {
                 return Verdict::Keep;
             }
-            self.pageout(pfn, writes);
-            stat.nr_pageout += 1;
-            return Verdict::Keep;
+            return match self.pageout(pfn, writes) {
+                Pageout::Activate => self.activate(pfn, stat),
+                // PAGE_SUCCESS: under writeback, or still dirty: keep.
+                Pageout::Success | Pageout::Redirtied => {
+                    stat.nr_pageout += 1;
+                    Verdict::Keep
+                }
+            };
         }
         // __remove_mapping(): leave a shadow entry, free the page. Until the
         // batch is freed the frame belongs to no mapping (ORPHAN).
