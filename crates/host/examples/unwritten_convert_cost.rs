@@ -277,9 +277,12 @@ enum Ev {
     Convert(u64, u64),
     /// ext4's split of an unwritten extent at submission (`PRE_IO`).
     Split(u64),
+    /// `sched_switch`; `preempted`: the previous task left the CPU runnable
+    /// (`prev_state` R), not to sleep.
     Switch {
         prev: u32,
         next: u32,
+        preempted: bool,
     },
 }
 
@@ -315,6 +318,7 @@ fn classify(l: &TraceLine) -> Option<Ev> {
         "sched_switch" => Some(Ev::Switch {
             prev: field_eq(l.fields, "prev_pid")?.parse().ok()?,
             next: field_eq(l.fields, "next_pid")?.parse().ok()?,
+            preempted: field_eq(l.fields, "prev_state")?.starts_with('R'),
         }),
         _ => None,
     }
@@ -329,6 +333,9 @@ struct WorkItem {
     wall_ns: u64,
     /// Wall time less the time the worker was switched out.
     oncpu_ns: u64,
+    /// Of the time switched out, that after being preempted (left the CPU
+    /// runnable); the rest it slept (a lock, log space, memory, I/O).
+    preempted_ns: u64,
     /// Conversions of the measured inode inside it, and their bytes.
     conversions: u64,
     bytes: u64,
@@ -356,7 +363,9 @@ struct Open {
     func: String,
     start: u64,
     off_cpu: u64,
-    out_since: Option<u64>,
+    preempted: u64,
+    /// Switched out since, and whether runnable then.
+    out_since: Option<(u64, bool)>,
     conv: Vec<(u64, u64)>,
 }
 
@@ -385,6 +394,7 @@ fn analyse(text: &str, ino: u64) -> PassTrace {
                         func,
                         start: l.ts_ns,
                         off_cpu: 0,
+                        preempted: 0,
                         out_since: None,
                         conv: Vec::new(),
                     },
@@ -403,6 +413,7 @@ fn analyse(text: &str, ino: u64) -> PassTrace {
                                 pid: l.pid,
                                 wall_ns: wall,
                                 oncpu_ns: wall.saturating_sub(o.off_cpu),
+                                preempted_ns: o.preempted,
                                 conversions: mine.len() as u64,
                                 bytes: mine.iter().map(|c| c.1).sum(),
                                 other: (inos.len() - mine.len()) as u64,
@@ -418,13 +429,21 @@ fn analyse(text: &str, ino: u64) -> PassTrace {
                 None => {}
             },
             Some(Ev::Split(i)) if i == ino => pt.splits += 1,
-            Some(Ev::Switch { prev, next }) => {
+            Some(Ev::Switch {
+                prev,
+                next,
+                preempted,
+            }) => {
                 if let Some(o) = open.get_mut(&prev) {
-                    o.out_since.get_or_insert(l.ts_ns);
+                    o.out_since.get_or_insert((l.ts_ns, preempted));
                 }
                 if let Some(o) = open.get_mut(&next) {
-                    if let Some(t) = o.out_since.take() {
-                        o.off_cpu += l.ts_ns.saturating_sub(t);
+                    if let Some((t, runnable)) = o.out_since.take() {
+                        let d = l.ts_ns.saturating_sub(t);
+                        o.off_cpu += d;
+                        if runnable {
+                            o.preempted += d;
+                        }
                     }
                 }
             }
@@ -926,10 +945,16 @@ fn report(label: &str, rounds: &[Round], has_convert: bool) {
             wall as f64 / n_conv as f64 / 1e3,
             oncpu as f64 / n_conv as f64 / 1e3
         );
+        let out: Vec<&&WorkItem> = items.iter().filter(|w| w.oncpu_ns < w.wall_ns).collect();
+        let off: u64 = out.iter().map(|w| w.wall_ns - w.oncpu_ns).sum();
+        let pre: u64 = out.iter().map(|w| w.preempted_ns).sum();
         println!(
-            "| work items with time switched out | {} of {} |",
-            items.iter().filter(|w| w.oncpu_ns < w.wall_ns).count(),
-            items.len()
+            "| work items switched out / of them preempted (runnable) / µs switched out, of it preempted | {} of {} / {} / {:.0}, {:.0} |",
+            out.len(),
+            items.len(),
+            out.iter().filter(|w| w.preempted_ns > 0).count(),
+            off as f64 / 1e3,
+            pre as f64 / 1e3
         );
     }
     let lines: u64 = rounds
@@ -1128,7 +1153,14 @@ mod tests {
         // No irq-info column, a comm with a space and a bracket.
         let l = parse_line("my [x] task-9 [000] 1.5: sched_switch: prev_comm=a prev_pid=9 prev_prio=120 prev_state=S ==> next_comm=kworker/0:1 next_pid=44 next_prio=120").unwrap();
         assert_eq!((l.pid, l.ts_ns), (9, 1_500_000_000));
-        assert_eq!(classify(&l), Some(Ev::Switch { prev: 9, next: 44 }));
+        assert_eq!(
+            classify(&l),
+            Some(Ev::Switch {
+                prev: 9,
+                next: 44,
+                preempted: false
+            })
+        );
         let l = parse_line("kworker/1:3-77 [001] ..... 10.000002: xfs_unwritten_convert: dev 7:0 ino 0x83 isize 0x40000000 disize 0x40000000 pos 0x100000 bytecount 0x200000").unwrap();
         assert_eq!(classify(&l), Some(Ev::Convert(0x83, 0x200000)));
         let conv = "kworker/u8:0-5 [000] ..... 1.000000: ext4_ext_handle_unwritten_extents: dev 254,0 ino 12 m_lblk 256 m_pblk 9000 m_len 256 flags CREATE|UNWRIT|CONVERT|METADATA_NOFAIL allocated 256 newblock 9000";
@@ -1153,6 +1185,8 @@ w-10 [000] ..... 1.000010: ext4_ext_handle_unwritten_extents: dev 1,1 ino 12 m_l
 w-10 [000] ..... 1.000020: sched_switch: prev_comm=w prev_pid=10 prev_prio=120 prev_state=D ==> next_comm=x next_pid=3 next_prio=120
 x-3 [000] ..... 1.000050: sched_switch: prev_comm=x prev_pid=3 prev_prio=120 prev_state=S ==> next_comm=w next_pid=10 next_prio=120
 w-10 [000] ..... 1.000060: ext4_ext_handle_unwritten_extents: dev 1,1 ino 12 m_lblk 512 m_pblk 1 m_len 256 flags CREATE|UNWRIT|CONVERT allocated 1 newblock 1
+w-10 [000] ..... 1.000070: sched_switch: prev_comm=w prev_pid=10 prev_prio=120 prev_state=R+ ==> next_comm=x next_pid=3 next_prio=120
+x-3 [000] ..... 1.000080: sched_switch: prev_comm=x prev_pid=3 prev_prio=120 prev_state=S ==> next_comm=w next_pid=10 next_prio=120
 w-10 [000] ..... 1.000100: workqueue_execute_end: work struct 00a: function ext4_end_io_rsv_work
 w-11 [001] ..... 1.000200: workqueue_execute_start: work struct 00b: function ext4_end_io_rsv_work
 w-11 [001] ..... 1.000210: ext4_ext_handle_unwritten_extents: dev 1,1 ino 99 m_lblk 0 m_pblk 1 m_len 1 flags CREATE|UNWRIT|CONVERT allocated 1 newblock 1
@@ -1168,8 +1202,14 @@ f-7 [001] ..... 1.000500: ext4_ext_handle_unwritten_extents: dev 1,1 ino 12 m_lb
         assert_eq!(pt.unparsed, 0);
         let w = &pt.ours[0];
         assert_eq!(
-            (w.wall_ns, w.oncpu_ns, w.conversions, w.bytes),
-            (100_000, 70_000, 2, 2 << 20)
+            (
+                w.wall_ns,
+                w.oncpu_ns,
+                w.preempted_ns,
+                w.conversions,
+                w.bytes
+            ),
+            (100_000, 60_000, 10_000, 2, 2 << 20)
         );
         // The second run of the same work struct had nothing to convert: still the file's.
         assert_eq!((pt.ours[1].wall_ns, pt.ours[1].conversions), (5_000, 0));
