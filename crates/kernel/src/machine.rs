@@ -642,4 +642,28 @@ mod tests {
             .to_string();
         assert!(e.contains("cpus = 0"), "{e}");
     }
+
+    /// A device's `fs` takes the modelled filesystems by name; another is
+    /// refused with the line and the accepted names.
+    #[test]
+    fn data_filesystem_by_name() {
+        let base = "name='x'\ncpus=1\nmemory_mib=100\n[[devices]]\nname='sda'\nwrite_mb_s=10\nread_mb_s=10\nlatency_us=1\n";
+        for (fs, want) in [("xfs", DataFs::Xfs), ("ext4", DataFs::Ext4)] {
+            let m = Machine::from_toml(&format!("{base}fs='{fs}'\n"), "m.toml").unwrap();
+            assert_eq!(m.devices[0].fs, Some(want));
+            assert_eq!(DataFs::from_fstype(fs), Some(want));
+        }
+        assert_eq!(
+            Machine::from_toml(base, "m.toml").unwrap().devices[0].fs,
+            None
+        );
+        let e = Machine::from_toml(&format!("{base}fs='btrfs'\n"), "m.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("line 9") && e.contains("`xfs` or `ext4`"), "{e}");
+        let letters = builtin_machines();
+        let fs_of = |n: &str| letters.iter().find(|m| m.name == n).unwrap().devices[0].fs;
+        assert_eq!(fs_of("testbox-2021"), Some(DataFs::Xfs));
+        assert_eq!(fs_of("slice-2021"), Some(DataFs::Xfs));
+    }
 }

@@ -299,10 +299,16 @@ mod tests {
             "write_mb_s = 812.5\n",
             "read_mb_s = 1500.0\n",
             "queue_depth = 32\n",
+            // The data directory's filesystem, from its mount.
+            "fs = \"ext4\"",
         ] {
             assert!(t.contains(line), "{line:?} missing in\n{t}");
         }
         assert!(t.contains("# read_mb_s: measured"), "{t}");
+        let mut f = facts();
+        f.fstype = Some("btrfs".into());
+        let (t, _) = machine_toml(&arg("host"), &f, &bw()).unwrap();
+        assert!(!t.contains("\nfs =") && t.contains("# fs: btrfs"), "{t}");
         let (t, _) = machine_toml(&arg("host:all,swap=1G"), &facts(), &bw()).unwrap();
         assert!(
             t.contains("memory_mib = 16384\n")
