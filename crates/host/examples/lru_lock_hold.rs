@@ -53,8 +53,9 @@
 //! private tracefs instance records, for the readers' thread ids only,
 //! `lock:contention_begin`/`_end` and `vmscan:mm_vmscan_lru_isolate`, with
 //! the `x86-tsc` clock (the text output of the ns clocks has 1 µs
-//! resolution; the TSC rate is measured against CLOCK_MONOTONIC). One run
-//! with one reader (no contention: the CPU reference) and one with two.
+//! resolution; the TSC rate is measured against CLOCK_MONOTONIC). Runs:
+//! `1` (one reader, no contention: the CPU reference), `2` (two readers)
+//! and `2s` (two, with the waiters' stacks, below).
 //!
 //! **Which lock is `lru_lock`.** The tracepoints give the lock's address
 //! (hashed by `%p`, stable within a boot), not its name. Nothing in
@@ -82,15 +83,23 @@
 //! - (c) direct: from a reader's contended acquisition (`contention_end`)
 //!   to its `mm_vmscan_lru_isolate`, both inside the same hold: the
 //!   isolation of one batch, plus the end of the `contention_end` event.
-//!   An upper bound when the acquisition was `lru_add_drain`'s, released
-//!   and retaken just before isolating (median and p10 shown).
+//!   An upper bound when the acquisition was another one, such as
+//!   `lru_add_drain`'s, released and retaken just before isolating; so
+//!   the run `2s` records each waiter's kernel stack (a `stacktrace`
+//!   trigger on `contention_begin`: unwound while waiting, not while
+//!   holding; `sym-offset` on, since `shrink_inactive_list` is inlined and
+//!   its two acquisitions differ only in offset) and keeps the isolation's
+//!   own site: the one whose waits are all followed by an isolation,
+//!   quickest per page. A line fit against the batch's pages splits a
+//!   per-batch part from the per-page part.
 //! - (u) utilisation: an acquisition finds the lock held with probability
 //!   U, the other reader's share of time holding it; with k acquisitions
 //!   per isolation batch (2 in 6.18: isolate, put back; plus a drain and
 //!   about one batch of LRU additions per 32 pages read, so k ≈ 3–4), U ≈
 //!   waits / (k x batches), and the lock is held 2U of the wall time by the
 //!   two readers together: per page scanned 2U x wall / pages.
-//!   Per page for (a)–(c): the hold per isolation batch / pages per batch.
+//!
+//! Per page for (a)–(c): the hold per isolation batch / pages per batch.
 //! Cross-check: the readers' system CPU per page scanned, two readers
 //! against one; the difference should be about the time spent waiting per
 //! page (sum of waits / pages) plus what contention costs in cache misses.
@@ -113,7 +122,8 @@
 //! cgroup hierarchy.
 //!
 //! Run: `cargo run --release -p reclaimlab-host --example lru_lock_hold -- [--dir DIR]
-//!      [--limit-mib M] [--file-mib M] [--secs S] [--warm-s S] [--runs 1,2] [--large-folios]`
+//!      [--limit-mib M] [--file-mib M] [--secs S] [--warm-s S] [--runs 1,2,2s]
+//!      [--large-folios] [--buffer-kb K] [--keep-trace DIR]`
 //! Results: docs/bench/cpu-costs.md, "lru_lock hold time per page".
 
 use std::collections::HashMap;
@@ -192,7 +202,9 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
             "--file-mib" => a.file_mib = num(&value()?, "each reader's file size in MiB")?,
             "--secs" => a.secs = secs(&value()?)?,
             "--warm-s" => a.warm_s = secs(&value()?)?,
-            "--buffer-kb" => a.buffer_kb = num(&value()?, "the trace buffer per CPU in KiB")? as u32,
+            "--buffer-kb" => {
+                a.buffer_kb = num(&value()?, "the trace buffer per CPU in KiB")? as u32
+            }
             "--runs" => {
                 let v = value()?;
                 a.runs = v
@@ -375,9 +387,17 @@ struct Analysis {
 fn site_of(frames: &[String]) -> String {
     let machinery = |f: &str| {
         let name = f.split('+').next().unwrap_or(f);
-        ["spin_lock", "slowpath", "trace", "stack", "_raw_", "queued_", "lock_contended"]
-            .iter()
-            .any(|m| name.contains(m))
+        [
+            "spin_lock",
+            "slowpath",
+            "trace",
+            "stack",
+            "_raw_",
+            "queued_",
+            "lock_contended",
+        ]
+        .iter()
+        .any(|m| name.contains(m))
     };
     let mut it = frames.iter().filter(|f| !machinery(f));
     match (it.next(), it.next()) {
@@ -799,7 +819,8 @@ impl Readers {
     fn finish(mut self) -> Result<(), String> {
         self.stop.store(true, Ordering::Relaxed);
         for h in self.handles.drain(..) {
-            h.join().map_err(|_| "a reader thread panicked".to_string())??;
+            h.join()
+                .map_err(|_| "a reader thread panicked".to_string())??;
         }
         Ok(())
     }
@@ -943,7 +964,10 @@ fn measure(
         .map_err(|e| format!("cannot read the trace: {e}"))?;
     drop(trace);
     if let Some(dir) = &args.keep_trace {
-        let p = dir.join(format!("{NAME}-{}.txt", label.replace([' ', ',', '\''], "_")));
+        let p = dir.join(format!(
+            "{NAME}-{}.txt",
+            label.replace([' ', ',', '\''], "_")
+        ));
         fs::write(&p, &text).map_err(|e| format!("cannot write {}: {e}", p.display()))?;
         eprintln!("{NAME}: trace kept in {}", p.display());
     }
@@ -1138,7 +1162,11 @@ fn report(label: &str, r: &Run) -> Key {
         .map(|d| d.1 as f64 * ns / d.2 as f64)
         .collect();
     let dps = summary(&direct_pp);
-    let pages_per_batch = if per_batch.is_finite() { per_batch } else { BATCH };
+    let pages_per_batch = if per_batch.is_finite() {
+        per_batch
+    } else {
+        BATCH
+    };
     let per_page_a = ws.map_or(f64::NAN, |s| 2.0 * s.mean / pages_per_batch);
     let per_page_b = ws.map_or(f64::NAN, |s| s.p99 / pages_per_batch);
     let per_page_c = dps.map_or(f64::NAN, |s| s.p50);
@@ -1170,7 +1198,10 @@ fn report(label: &str, r: &Run) -> Key {
     );
     println!(
         "| (c) the same per page scanned: p10 / p50 / p90 (ns) | {} |",
-        dps.map_or("—".into(), |s| format!("{:.1} / {:.1} / {:.1}", s.p10, s.p50, s.p90))
+        dps.map_or("—".into(), |s| format!(
+            "{:.1} / {:.1} / {:.1}",
+            s.p10, s.p50, s.p90
+        ))
     );
     println!(
         "| (a) 2 x mean wait, per acquisition; per page ({pages_per_batch:.1} pages a batch) | {:.0} ns; {per_page_a:.1} ns |",
@@ -1241,7 +1272,11 @@ fn report(label: &str, r: &Run) -> Key {
             println!(
                 "| `{}`{} | {n} | {} | {} | {} | {} |",
                 a.sites[si],
-                if Some(si) == iso { " (isolation's own)" } else { "" },
+                if Some(si) == iso {
+                    " (isolation's own)"
+                } else {
+                    ""
+                },
                 ws.map_or("—".into(), |s| format!("{:.0} / {:.0}", s.p50, s.p90)),
                 d.len(),
                 fmt3(summary(&dv), 0),
@@ -1309,9 +1344,7 @@ fn summary_table(keys: &[Key]) {
         );
     }
     let one = keys.iter().find(|k| k.readers == 1);
-    let two = keys
-        .iter()
-        .find(|k| k.readers == 2 && !k.stacks);
+    let two = keys.iter().find(|k| k.readers == 2 && !k.stacks);
     if let (Some(a), Some(b)) = (one, two) {
         println!(
             "\nCross-check: system CPU per page scanned, two readers − one: {:.0} ns; traced waiting per page (two readers, all locks): {:.1} ns.",
@@ -1410,7 +1443,11 @@ fn main_root(args: &Args) -> Result<(), String> {
         let label = format!(
             "{n} reader{}{}",
             if n == 1 { "" } else { "s" },
-            if stacks { ", waiters' stacks recorded" } else { "" }
+            if stacks {
+                ", waiters' stacks recorded"
+            } else {
+                ""
+            }
         );
         let run = measure(args, &root, &paths[..n], stacks, &label, tsc, &stop)?;
         keys.push(report(&label, &run));
@@ -1431,28 +1468,43 @@ mod tests {
     #[test]
     fn arguments_and_their_errors() {
         let a = parse_args(&[]).unwrap();
-        assert_eq!((a.limit_mib, a.file_mib, a.runs.clone()), (256, 512, vec![(1, false), (2, false), (2, true)]));
+        assert_eq!(
+            (a.limit_mib, a.file_mib, a.runs.clone()),
+            (256, 512, vec![(1, false), (2, false), (2, true)])
+        );
         let a = parse_args(&s(&["--runs", "2,2s", "--secs", "3", "--large-folios"])).unwrap();
         assert_eq!(
             (a.runs.clone(), a.secs, a.large_folios),
             (vec![(2, false), (2, true)], 3.0, true)
         );
-        assert!(parse_args(&s(&["--runs", "3"])).unwrap_err().contains("is not a run"));
-        assert!(parse_args(&s(&["--secs", "0"])).unwrap_err().contains("(0, 600]"));
-        assert!(parse_args(&s(&["--file-mib", "100"])).unwrap_err().contains("at least the limit"));
-        assert!(parse_args(&s(&["--limit-mib"])).unwrap_err().contains("needs a value"));
-        assert!(parse_args(&s(&["--bogus"])).unwrap_err().contains("unknown argument"));
+        assert!(parse_args(&s(&["--runs", "3"]))
+            .unwrap_err()
+            .contains("is not a run"));
+        assert!(parse_args(&s(&["--secs", "0"]))
+            .unwrap_err()
+            .contains("(0, 600]"));
+        assert!(parse_args(&s(&["--file-mib", "100"]))
+            .unwrap_err()
+            .contains("at least the limit"));
+        assert!(parse_args(&s(&["--limit-mib"]))
+            .unwrap_err()
+            .contains("needs a value"));
+        assert!(parse_args(&s(&["--bogus"]))
+            .unwrap_err()
+            .contains("unknown argument"));
     }
 
     #[test]
     fn trace_lines_parse_both_clocks() {
         let l = parse_line("  lru_lock_hold-4242    [001] d..1. 8623477234553: contention_begin: 0x00000000a1b2c3d4 (flags=SPIN)").unwrap();
-        assert_eq!((l.pid, l.ts, l.event), (4242, 8623477234553, "contention_begin"));
         assert_eq!(
-            classify(&l),
-            Some(Ev::Begin("0x00000000a1b2c3d4", "SPIN"))
+            (l.pid, l.ts, l.event),
+            (4242, 8623477234553, "contention_begin")
         );
-        let l = parse_line(" kworker/u8:2-[x]-77 [000] ..... 12.000345: contention_end: 0xabc (ret=0)").unwrap();
+        assert_eq!(classify(&l), Some(Ev::Begin("0x00000000a1b2c3d4", "SPIN")));
+        let l =
+            parse_line(" kworker/u8:2-[x]-77 [000] ..... 12.000345: contention_end: 0xabc (ret=0)")
+                .unwrap();
         assert_eq!((l.pid, l.ts), (77, 12_000_345_000));
         assert_eq!(classify(&l), Some(Ev::End("0xabc")));
         let l = parse_line("  r-9 [000] d..1. 100: mm_vmscan_lru_isolate: classzone=3 order=0 nr_requested=32 nr_scanned=32 nr_skipped=0 nr_taken=31 lru=inactive_file").unwrap();
@@ -1534,7 +1586,10 @@ mod tests {
         t += &line(1, 9100, "contention_end: 0xA (ret=0)");
         let a = analyse(&t, 50_000);
         assert_eq!(a.unparsed, 0);
-        assert_eq!(a.sites, vec!["shrink_lruvec+0x76f/0xe40 < shrink_node".to_string()]);
+        assert_eq!(
+            a.sites,
+            vec!["shrink_lruvec+0x76f/0xe40 < shrink_node".to_string()]
+        );
         assert_eq!(a.waits[0].3, Some(0));
         assert_eq!(a.waits[1].3, None);
         assert_eq!(a.direct, vec![(0, 4000, 32, Some(0))]);
@@ -1551,7 +1606,11 @@ mod tests {
         // (site, µs to the isolation or none): X 3 µs, Y 5 µs, Z 1 µs but
         // only every other wait followed by an isolation.
         for k in 0..40 {
-            for (frame, to) in [("x+0x1/0x9", Some(3000)), ("y+0x2/0x9", Some(5000)), ("z+0x3/0x9", (k % 2 == 0).then_some(1000))] {
+            for (frame, to) in [
+                ("x+0x1/0x9", Some(3000)),
+                ("y+0x2/0x9", Some(5000)),
+                ("z+0x3/0x9", (k % 2 == 0).then_some(1000)),
+            ] {
                 t += &line(1, ts, "contention_begin: 0xA (flags=SPIN)");
                 t += &line(1, ts, "<stack trace>");
                 t += &format!(" => {frame}\n => caller+0x0/0x9\n");
@@ -1571,7 +1630,10 @@ mod tests {
     fn summary_is_nearest_rank() {
         let v: Vec<f64> = (1..=100).map(|x| x as f64).collect();
         let s = summary(&v).unwrap();
-        assert_eq!((s.n, s.min, s.p10, s.p50, s.p90, s.p99, s.max), (100, 1.0, 10.0, 50.0, 90.0, 99.0, 100.0));
+        assert_eq!(
+            (s.n, s.min, s.p10, s.p50, s.p90, s.p99, s.max),
+            (100, 1.0, 10.0, 50.0, 90.0, 99.0, 100.0)
+        );
         assert_eq!(s.mean, 50.5);
         assert_eq!(summary(&[]), None);
         assert_eq!(summary(&[7.0]).unwrap().p99, 7.0);
@@ -1580,7 +1642,10 @@ mod tests {
     #[test]
     fn least_squares_line() {
         let (a, b) = fit_line(&[(16.0, 500.0), (32.0, 900.0), (32.0, 1100.0)]).unwrap();
-        assert!((b - 31.25).abs() < 1e-9 && (a - 0.0).abs() < 1e-9, "{a} {b}");
+        assert!(
+            (b - 31.25).abs() < 1e-9 && (a - 0.0).abs() < 1e-9,
+            "{a} {b}"
+        );
         assert_eq!(fit_line(&[(32.0, 1.0), (32.0, 2.0)]), None);
         assert_eq!(fit_line(&[(1.0, 1.0)]), None);
     }
