@@ -1369,6 +1369,23 @@ fn main() {
         eprintln!("{NAME}: needs root (tracefs, a memory cgroup); run it with sudo");
         std::process::exit(2);
     }
+    if !args.dir.is_dir() {
+        eprintln!(
+            "{NAME}: --dir {} is not a directory; pass --dir with a directory on a disk filesystem (not tmpfs)",
+            args.dir.display()
+        );
+        std::process::exit(2);
+    }
+    let fstype = sys::mount_of(&sys::mounts(), &args.dir)
+        .map(|m| m.fstype.clone())
+        .unwrap_or_default();
+    if ["tmpfs", "ramfs", "devtmpfs"].contains(&fstype.as_str()) {
+        eprintln!(
+            "{NAME}: --dir {} is on {fstype}, whose pages are not clean page cache (shmem is swap-backed); pass --dir on a disk filesystem such as /var/tmp",
+            args.dir.display()
+        );
+        std::process::exit(2);
+    }
     if let Err(e) = main_root(&args) {
         eprintln!("{NAME}: {e}");
         std::process::exit(if e == "interrupted" { 130 } else { 1 });
@@ -1396,12 +1413,6 @@ fn main_root(args: &Args) -> Result<(), String> {
                 "this kernel has no {ev} tracepoint (lock events since 5.19; needs CONFIG_TRACEPOINTS)"
             ));
         }
-    }
-    if !args.dir.is_dir() {
-        return Err(format!(
-            "--dir {} is not a directory; pass --dir on a disk filesystem (not tmpfs)",
-            args.dir.display()
-        ));
     }
     let pid = std::process::id();
     let readers = args.runs.iter().map(|r| r.0).max().unwrap_or(1);
