@@ -160,7 +160,7 @@ params! {
     cost_touch_ns: u64 = |_| 8, "cost.touch_page_ns", 0, 1_000_000, "user CPU per resident page touched by a worker's sequential pass";
     cost_touch_random_ns: u64 = |_| 12, "cost.touch_random_page_ns", 0, 1_000_000, "user CPU per resident page touched at a random offset (independent loads overlap)";
     cost_io_submit_ns: u64 = |_| 300, "cost.io_submit_page_ns", 0, 1_000_000, "system CPU per page submitted for write or read";
-    lru_lock_page_ns: u64 = |_| 0, "lru_lock.page_ns", 0, 150, "time lruvec->lru_lock is held per page isolated or put back (part of cost.scan_page_ns, so at most its default); 0, the default, leaves lock contention out (not measured; docs/results-2021.md shows how much it decides)";
+    lru_lock_page_ns: u64 = |_| 0, "lru_lock.page_ns", 0, 150, "time lruvec->lru_lock is held per page isolated or put back (part of cost.scan_page_ns, so at most its default); 0, the default, leaves lock contention out: measured at about 250 ns per page on the reference host (docs/bench/cpu-costs.md, lru_lock_hold), more than the unmeasured scan cost it is part of, so the two are to be settled together (docs/fidelity.md, section The data filesystem)";
     lru_lock_handoff_ns: u64 = |_| 100, "lru_lock.handoff_ns", 0, 1_000_000, "system CPU for the lock and list heads to move to a waiting CPU (measured: docs/bench/cpu-costs.md)";
     cost_wakeup_ns: u64 = |_| 2_000, "cost.wakeup_ns", 0, 1_000_000, "system CPU per wake-up from sleep (context switch)";
     vmstat_interval_ms: u64 = |_| 1_000, "sim.vmstat_interval_ms", 10, 3_600_000, "interval between /proc/vmstat samples in the run record";
