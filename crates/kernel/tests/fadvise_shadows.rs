@@ -66,8 +66,18 @@ fn write_after_eviction(fadvise_first: bool) -> (u64, u64) {
 #[test]
 fn fadvise_dontneed_drops_the_shadow_entries() {
     let (refaults, left) = write_after_eviction(false);
-    assert_eq!((refaults, left), (32, 32), "without fadvise the evicted pages refault");
+    assert_eq!(
+        (refaults, left),
+        (32, 32),
+        "without fadvise the evicted pages refault"
+    );
     let (refaults, left) = write_after_eviction(true);
-    assert_eq!(left, 0, "invalidate_mapping_pages clears the shadow entries");
-    assert_eq!(refaults, 0, "a write after fadvise(DONTNEED) is not a refault");
+    assert_eq!(
+        left, 0,
+        "invalidate_mapping_pages clears the shadow entries"
+    );
+    assert_eq!(
+        refaults, 0,
+        "a write after fadvise(DONTNEED) is not a refault"
+    );
 }
