@@ -261,7 +261,7 @@ pub fn direct_read_times(path: &std::path::Path, bytes: u64) -> Result<(f64, f64
 /// not slower (the transfer is lost in the noise of a fixed cost) the
 /// whole 4 KiB time is latency and the bandwidth is `None`.
 pub fn read_latency_bandwidth(t4k_ns: f64, t64k_ns: f64) -> (f64, Option<f64>) {
-    if !(t64k_ns > t4k_ns) {
+    if t64k_ns.partial_cmp(&t4k_ns) != Some(std::cmp::Ordering::Greater) {
         return (t4k_ns, None);
     }
     let bw = (60 << 10) as f64 / ((t64k_ns - t4k_ns) / 1e9);
@@ -301,7 +301,10 @@ mod tests {
     #[test]
     fn latency_and_bandwidth_from_two_read_sizes() {
         // 100 µs + 4 KiB at 100 MB/s, and + 64 KiB.
-        let (t4, t64) = (100_000.0 + 4096.0 / 100e6 * 1e9, 100_000.0 + 65536.0 / 100e6 * 1e9);
+        let (t4, t64) = (
+            100_000.0 + 4096.0 / 100e6 * 1e9,
+            100_000.0 + 65536.0 / 100e6 * 1e9,
+        );
         let (lat, bw) = read_latency_bandwidth(t4, t64);
         assert!((lat - 100_000.0).abs() < 1.0, "{lat}");
         assert!((bw.unwrap() - 100e6).abs() < 1e3);
@@ -310,7 +313,8 @@ mod tests {
 
     #[test]
     fn direct_reads_of_a_file_are_timed() {
-        let dir = std::env::var_os("TMPDIR").map_or_else(|| "/var/tmp".into(), std::path::PathBuf::from);
+        let dir =
+            std::env::var_os("TMPDIR").map_or_else(|| "/var/tmp".into(), std::path::PathBuf::from);
         let p = dir.join(format!("rl-probe-read-{}", std::process::id()));
         std::fs::write(&p, vec![7u8; 2 << 20]).unwrap();
         let t = direct_read_times(&p, 2 << 20);

@@ -440,10 +440,19 @@ mod tests {
         assert!(err("guest:2G,swapout-ns=200000000").contains("up to 100000000"));
         let s = ok("guest:2G,cpu-slowdown=26.5,swap-lat-us=450.5,swap-mb-s=320");
         assert_eq!((s.swap_lat_us, s.swap_mb_s), (Some(450.5), Some(320.0)));
-        assert_eq!(ok(&s.to_arg()), s, "to_arg round-trips swap-lat-us, swap-mb-s");
+        assert_eq!(
+            ok(&s.to_arg()),
+            s,
+            "to_arg round-trips swap-lat-us, swap-mb-s"
+        );
         let t = s.machine_toml();
-        assert!(t.contains("latency_us = 450.5") && t.contains("read_mb_s = 320.0"), "{t}");
-        assert!(ok("guest:2G").machine_toml().contains("latency_us = 100.0\nseek_us = 0.0\nqueue_depth = 128\nscheduler"));
+        assert!(
+            t.contains("latency_us = 450.5") && t.contains("read_mb_s = 320.0"),
+            "{t}"
+        );
+        assert!(ok("guest:2G")
+            .machine_toml()
+            .contains("latency_us = 100.0\nseek_us = 0.0\nqueue_depth = 128\nscheduler"));
         assert!(err("guest:2G,swap-lat-us=slow").contains("swap-lat-us=`slow`"));
         assert!(err("guest:2G,swap-mb-s=0").contains("swap-mb-s=`0`"));
     }
