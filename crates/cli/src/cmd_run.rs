@@ -449,6 +449,13 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
             if let Some(v) = reclaimlab_host::cpu_probe::swap_cycle(mib * 64) {
                 outln!("cost swap_cycle_ns {v:.1}");
             }
+            match reclaimlab_host::cpu_probe::swap_read_times() {
+                Ok((t4, t64)) => {
+                    outln!("cost swap_read_4k_ns {t4:.1}");
+                    outln!("cost swap_read_64k_ns {t64:.1}");
+                }
+                Err(e) => outln!("probe swap reads not timed: {e}"),
+            }
         }
         Worker::Mlock {
             bytes,

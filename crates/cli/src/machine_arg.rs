@@ -70,6 +70,9 @@ fn resolve_guest(arg: &str, g: &GuestMachine) -> anyhow::Result<Resolved> {
         eprintln!("reclaimlab: --machine {arg}: cost.swapout_page_ns={n} (the guest's measured swap cycle)");
         costs.push(("cost.swapout_page_ns", n.to_string()));
     }
+    if let (Some(l), Some(b)) = (g.swap_lat_us, g.swap_mb_s) {
+        eprintln!("reclaimlab: --machine {arg}: swap disk vdc at {l} µs a request, {b} MB/s (the guest's measured swap reads)");
+    }
     Ok(Resolved {
         machine,
         host_toml: None,

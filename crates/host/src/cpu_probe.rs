@@ -189,6 +189,85 @@ pub fn swap_cycle(pages: usize) -> Option<f64> {
     (dn > pages as u64 / 2).then(|| dt as f64 / dn as f64)
 }
 
+/// The active swap area's read times as this system sees them: `O_DIRECT`
+/// reads of the first area in `/proc/swaps` ([`direct_read_times`]). In a
+/// guest this is the virtio request's round trip through qemu (and, under
+/// TCG, the emulated interrupt and wake-up): the wait of every major fault,
+/// which the swap disk's nominal figures do not measure (`guest::machine`).
+/// An error says why not (no swap, direct reads refused).
+pub fn swap_read_times() -> Result<(f64, f64), String> {
+    let swaps = std::fs::read_to_string("/proc/swaps").map_err(|e| format!("/proc/swaps: {e}"))?;
+    // "Filename Type Size(KiB) Used Priority", then one line per area.
+    let line = swaps.lines().nth(1).ok_or("no swap area")?;
+    let mut it = line.split_whitespace();
+    let path = it.next().ok_or("no swap area")?;
+    let size_kib: u64 = it
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| format!("/proc/swaps: no size in `{line}`"))?;
+    direct_read_times(std::path::Path::new(path), size_kib * 1024)
+        .map_err(|e| format!("{path}: {e}"))
+}
+
+/// Mean ns of one `O_DIRECT` read of 4 KiB and of 64 KiB (a swap-in's
+/// readahead window is 8 pages at `vm.page-cluster` 3; 64 KiB gives the
+/// transfer more weight), one at a time, at fixed pseudo-random 64 KiB
+/// aligned offsets in the first 256 MiB of `path` (`bytes` long); best of
+/// 3 interleaved rounds of 64 reads each. [`read_latency_bandwidth`] turns
+/// them into a device's latency and bandwidth.
+pub fn direct_read_times(path: &std::path::Path, bytes: u64) -> Result<(f64, f64), String> {
+    use std::os::unix::fs::{FileExt, OpenOptionsExt};
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_DIRECT)
+        .open(path)
+        .map_err(|e| format!("open O_DIRECT: {e}"))?;
+    const BIG: usize = 64 << 10;
+    let mut raw = vec![0u8; BIG + 4096];
+    let off = raw.as_ptr().align_offset(4096);
+    let buf = &mut raw[off..off + BIG];
+    let span = bytes.min(256 << 20) / BIG as u64;
+    if span < 16 {
+        return Err(format!("{bytes} bytes: too small"));
+    }
+    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+    let mut time = |len: usize, n: u32| -> Result<f64, String> {
+        let t = Instant::now();
+        for _ in 0..n {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let at = (x % span) * BIG as u64;
+            match f.read_at(&mut buf[..len], at) {
+                Ok(got) if got == len => {}
+                Ok(got) => return Err(format!("a {len}-byte read at {at} gave {got}")),
+                Err(e) => return Err(format!("a {len}-byte read at {at}: {e}")),
+            }
+        }
+        Ok(t.elapsed().as_nanos() as f64 / f64::from(n))
+    };
+    let (mut small, mut big) = (f64::INFINITY, f64::INFINITY);
+    for _ in 0..3 {
+        small = small.min(time(4096, 64)?);
+        big = big.min(time(BIG, 64)?);
+    }
+    Ok((small, big))
+}
+
+/// A device's request latency, ns, and read bandwidth, bytes/s, from the
+/// times of one 4 KiB and one 64 KiB read ([`direct_read_times`]): the
+/// bandwidth is the 60 KiB the larger read adds over the time it adds,
+/// the latency the 4 KiB read less its transfer. When the larger read is
+/// not slower (the transfer is lost in the noise of a fixed cost) the
+/// whole 4 KiB time is latency and the bandwidth is `None`.
+pub fn read_latency_bandwidth(t4k_ns: f64, t64k_ns: f64) -> (f64, Option<f64>) {
+    if t64k_ns.partial_cmp(&t4k_ns) != Some(std::cmp::Ordering::Greater) {
+        return (t4k_ns, None);
+    }
+    let bw = (60 << 10) as f64 / ((t64k_ns - t4k_ns) / 1e9);
+    ((t4k_ns - 4096.0 / bw * 1e9).max(0.0), Some(bw))
+}
+
 /// The slowdown against the simulator's defaults: the median of the
 /// measured/default ratios (robust to one measurement that a busy host
 /// disturbed). `None` without any known sample.
@@ -218,6 +297,33 @@ pub fn slowdown(samples: &[Sample]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn latency_and_bandwidth_from_two_read_sizes() {
+        // 100 µs + 4 KiB at 100 MB/s, and + 64 KiB.
+        let (t4, t64) = (
+            100_000.0 + 4096.0 / 100e6 * 1e9,
+            100_000.0 + 65536.0 / 100e6 * 1e9,
+        );
+        let (lat, bw) = read_latency_bandwidth(t4, t64);
+        assert!((lat - 100_000.0).abs() < 1.0, "{lat}");
+        assert!((bw.unwrap() - 100e6).abs() < 1e3);
+        assert_eq!(read_latency_bandwidth(5000.0, 4900.0), (5000.0, None));
+    }
+
+    #[test]
+    fn direct_reads_of_a_file_are_timed() {
+        let dir =
+            std::env::var_os("TMPDIR").map_or_else(|| "/var/tmp".into(), std::path::PathBuf::from);
+        let p = dir.join(format!("rl-probe-read-{}", std::process::id()));
+        std::fs::write(&p, vec![7u8; 2 << 20]).unwrap();
+        let t = direct_read_times(&p, 2 << 20);
+        let _ = std::fs::remove_file(&p);
+        // Filesystems without O_DIRECT (tmpfs) refuse: nothing to check then.
+        if let Ok((t4, t64)) = t {
+            assert!(t4 > 0.0 && t64 > 0.0, "{t4} {t64}");
+        }
+    }
 
     #[test]
     fn slowdown_is_the_median_ratio() {

@@ -379,6 +379,17 @@ pub(super) fn boot_one(
             crate::cpu_probe::SWAP_CYCLE_BASE_NS * machine.cpu_slowdown / 1000.0
         ));
     }
+    if let (Some(l), Some(b)) = (machine.swap_lat_us, machine.swap_mb_s) {
+        let bw = if b >= 100_000.0 {
+            "a transfer too fast to tell from it (64 KiB took no longer than 4 KiB)".to_string()
+        } else {
+            format!("{b} MB/s")
+        };
+        notes.push(format!(
+            "guest swap disk: {l} µs a read request, {bw} (O_DIRECT reads of the swap area, one at a time, \
+             4 and 64 KiB, best of 3; the machine's vdc: swap-lat-us=, swap-mb-s=)"
+        ));
+    }
     notes.extend(missing_note.clone());
     let machine_name = machine.to_arg();
     let crec = unpack.join("control");
@@ -467,6 +478,20 @@ pub(super) fn guest_machine(opts: &GuestOptions, facts: &results::Facts) -> Gues
             let rest = crate::cpu_probe::SWAP_CYCLE_BASE_NS * cpu_slowdown;
             ((v - rest).max(0.0).round() as u64).min(super::machine::MAX_SWAPOUT_NS)
         });
+    // The swap disk's read latency and bandwidth the guest measured
+    // (cpu_probe::swap_read_latency), rounded as the string spells them.
+    let cost = |k: &str| facts.costs.iter().find(|(n, _)| n == k).map(|(_, v)| *v);
+    // A transfer lost in the noise leaves the bandwidth at the largest a
+    // machine takes: every request costs its latency only.
+    let (swap_lat_us, swap_mb_s) = match (cost("swap_read_4k_ns"), cost("swap_read_64k_ns")) {
+        (Some(t4), Some(t64)) => {
+            let (lat, bw) = crate::cpu_probe::read_latency_bandwidth(t4, t64);
+            let mb_s = bw.map_or(100_000.0, |b| (b / 1e6).round().clamp(1.0, 100_000.0));
+            let lat_us = ((lat / 100.0).round() / 10.0).min(super::machine::MAX_SWAP_LAT_US);
+            (Some(lat_us), Some(mb_s))
+        }
+        _ => (None, None),
+    };
     GuestMachine {
         memory: opts.guest_memory,
         cpus: opts.cpus,
@@ -475,6 +500,8 @@ pub(super) fn guest_machine(opts: &GuestOptions, facts: &results::Facts) -> Gues
         cgroup: opts.memory,
         cpu_slowdown,
         swapout_ns,
+        swap_lat_us,
+        swap_mb_s,
     }
 }
 

@@ -46,6 +46,9 @@ pub const MAX_SLOWDOWN: f64 = 500.0;
 /// Largest `swapout-ns`: `cost.swapout_page_ns`'s maximum.
 pub const MAX_SWAPOUT_NS: u64 = 100_000_000;
 
+/// Largest `swap-lat-us`: one second.
+pub const MAX_SWAP_LAT_US: f64 = 1_000_000.0;
+
 /// A guest as `run --kernel` boots it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GuestMachine {
@@ -66,6 +69,13 @@ pub struct GuestMachine {
     /// the cycle's simulated costs at `cpu_slowdown`. None: the default
     /// times `cpu_slowdown`, as every other cost.
     pub swapout_ns: Option<u64>,
+    /// The swap disk as the guest measured it (`swap-lat-us=`,
+    /// `swap-mb-s=`; [`crate::cpu_probe::swap_read_latency`]): one read's
+    /// latency, µs, and the read bandwidth, MB/s. None: the nominal
+    /// 100 µs and 200 MB/s.
+    pub swap_lat_us: Option<f64>,
+    /// See `swap_lat_us`.
+    pub swap_mb_s: Option<f64>,
 }
 
 impl GuestMachine {
@@ -79,6 +89,8 @@ impl GuestMachine {
             cgroup: None,
             cpu_slowdown: 1.0,
             swapout_ns: None,
+            swap_lat_us: None,
+            swap_mb_s: None,
         }
     }
 
@@ -175,7 +187,19 @@ impl GuestMachine {
                         _ => return bad(format!("swapout-ns=`{v}` is not a whole number of ns up to {MAX_SWAPOUT_NS}"), "e.g. guest:2G,cpu-slowdown=26.5,swapout-ns=900000 (a TCG guest's record names its measured figure)"),
                     }
                 }
-                other => return bad(format!("unknown item `{other}=`"), &format!("items are SIZE, cpus=, disk=, swap=, memory=, cpu-slowdown=, swapout-ns=; write {GUEST_SYNTAX}")),
+                "swap-lat-us" => {
+                    m.swap_lat_us = match v.parse::<f64>() {
+                        Ok(x) if (0.0..=MAX_SWAP_LAT_US).contains(&x) => Some(x),
+                        _ => return bad(format!("swap-lat-us=`{v}` is not a latency of 0..={MAX_SWAP_LAT_US} µs"), "e.g. guest:2G,swap-lat-us=450 (a TCG guest's record names its measured figure)"),
+                    }
+                }
+                "swap-mb-s" => {
+                    m.swap_mb_s = match v.parse::<f64>() {
+                        Ok(x) if (1.0..=100_000.0).contains(&x) => Some(x),
+                        _ => return bad(format!("swap-mb-s=`{v}` is not a bandwidth of 1..=100000 MB/s"), "e.g. guest:2G,swap-mb-s=350 (a TCG guest's record names its measured figure)"),
+                    }
+                }
+                other => return bad(format!("unknown item `{other}=`"), &format!("items are SIZE, cpus=, disk=, swap=, memory=, cpu-slowdown=, swapout-ns=, swap-lat-us=, swap-mb-s=; write {GUEST_SYNTAX}")),
             }
         }
         if !swap_given {
@@ -246,6 +270,12 @@ impl GuestMachine {
         if let Some(n) = self.swapout_ns {
             s.push_str(&format!(",swapout-ns={n}"));
         }
+        if let Some(x) = self.swap_lat_us {
+            s.push_str(&format!(",swap-lat-us={}", fmt_factor(x)));
+        }
+        if let Some(x) = self.swap_mb_s {
+            s.push_str(&format!(",swap-mb-s={}", fmt_factor(x)));
+        }
         s
     }
 
@@ -273,8 +303,13 @@ impl GuestMachine {
              # scheduler: {scheduler} (elevator_get_default: virtio-blk has one queue per vCPU);\n\
              # wbt_lat_usec: virtio-blk is rotational to the guest (no QUEUE_FLAG_NONROT): 75 ms\n\
              # queue_depth 128: the guest's nr_requests of 256 is 2 x queue_depth in blk-mq\n\
-             # vdc: the swap disk, not throttled; its speed under qemu is not measured (a nominal 200 MB/s)\n",
+             {vdc}",
             f = fmt_factor(self.cpu_slowdown),
+            vdc = match (self.swap_lat_us, self.swap_mb_s) {
+                (Some(l), Some(b)) => format!("# vdc: the swap disk, not throttled; measured in the guest (O_DIRECT reads of the swap area, one at a time,\n\
+                     #   4 and 64 KiB): {} µs a request, {} MB/s (writes: not measured, taken as the reads)\n", fmt_factor(l), fmt_factor(b)),
+                _ => "# vdc: the swap disk, not throttled; its speed under qemu is not measured (a nominal 200 MB/s)\n".to_string(),
+            },
         );
         t.push_str(&format!("name = {}\n", crate::machine::toml_str(&name)));
         t.push_str(&format!(
@@ -310,10 +345,14 @@ impl GuestMachine {
              latency_us = 100.0\nseek_us = 0.0\nqueue_depth = 128\nscheduler = \"{scheduler}\"\nwbt_lat_usec = 75000\n\
              fs = \"ext4\"  # the guest's data filesystem (guest::boot makes it with mkfs.ext4)\n"
         ));
-        t.push_str(
-            "\n[[devices]]\nname = \"vdc\"\nlayer = \"blk-mq\"\nwrite_mb_s = 200.0\nread_mb_s = 200.0\n\
-             latency_us = 100.0\nseek_us = 0.0\nqueue_depth = 128\n",
+        let (lat, bw) = (
+            self.swap_lat_us.unwrap_or(100.0),
+            self.swap_mb_s.unwrap_or(200.0),
         );
+        t.push_str(&format!(
+            "\n[[devices]]\nname = \"vdc\"\nlayer = \"blk-mq\"\nwrite_mb_s = {bw:.1}\nread_mb_s = {bw:.1}\n\
+             latency_us = {lat:.1}\nseek_us = 0.0\nqueue_depth = 128\n",
+        ));
         t.push_str(&format!(
             "scheduler = \"{scheduler}\"\nwbt_lat_usec = 75000\n"
         ));
@@ -399,6 +438,23 @@ mod tests {
         assert_eq!(ok(&s.to_arg()), s, "to_arg round-trips swapout-ns");
         assert!(err("guest:2G,swapout-ns=fast").contains("swapout-ns=`fast`"));
         assert!(err("guest:2G,swapout-ns=200000000").contains("up to 100000000"));
+        let s = ok("guest:2G,cpu-slowdown=26.5,swap-lat-us=450.5,swap-mb-s=320");
+        assert_eq!((s.swap_lat_us, s.swap_mb_s), (Some(450.5), Some(320.0)));
+        assert_eq!(
+            ok(&s.to_arg()),
+            s,
+            "to_arg round-trips swap-lat-us, swap-mb-s"
+        );
+        let t = s.machine_toml();
+        assert!(
+            t.contains("latency_us = 450.5") && t.contains("read_mb_s = 320.0"),
+            "{t}"
+        );
+        assert!(ok("guest:2G")
+            .machine_toml()
+            .contains("latency_us = 100.0\nseek_us = 0.0\nqueue_depth = 128\nscheduler"));
+        assert!(err("guest:2G,swap-lat-us=slow").contains("swap-lat-us=`slow`"));
+        assert!(err("guest:2G,swap-mb-s=0").contains("swap-mb-s=`0`"));
     }
 
     #[test]

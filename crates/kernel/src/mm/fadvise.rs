@@ -11,6 +11,11 @@
 //! or under writeback stay; the next pass's write finds them cached, while
 //! every dropped page has to be allocated (and charged) again.
 //!
+//! The range's shadow entries, left by reclaim's evictions, are removed
+//! too (6.1 `invalidate_mapping_pagevec` → `invalidate_exceptional_entry`
+//! → `clear_shadow_entry`, the same in 5.15), so the next pass's write of
+//! an evicted index is a new page, not a workingset refault.
+//!
 //! Simplified: the dropped pages leave no workingset shadow entry
 //! (`__remove_mapping(…, reclaimed = false)` leaves none either) and count
 //! no vmstat event (the kernel counts none); the CPU cost is that of
@@ -44,13 +49,22 @@ pub async fn fadvise_dontneed(w: &World, f: u32) {
 impl Kernel {
     /// `invalidate_mapping_pages` over all of file `f`: frees the cached
     /// pages that are clean, not under writeback, not locked, not isolated
-    /// by a reclaimer and not mapped. Returns how many.
+    /// by a reclaimer and not mapped, and clears every shadow entry.
+    /// Returns how many pages it freed.
     pub fn invalidate_mapping_pages(&mut self, f: u32) -> u64 {
         let size = self.files[f as usize].size;
         let mut freed = 0u64;
         for i in 0..size {
             let e = self.files[f as usize].cache.get(i as usize);
-            if e == SLOT_EMPTY || e & SHADOW != 0 {
+            if e == SLOT_EMPTY {
+                continue;
+            }
+            if e & SHADOW != 0 {
+                // invalidate_exceptional_entry → clear_shadow_entry (6.1
+                // mm/truncate.c, also 5.15): a shadow entry is dropped too,
+                // so the next write of this index is a new page, not a
+                // refault.
+                self.files[f as usize].cache.set(i as usize, SLOT_EMPTY);
                 continue;
             }
             let p = self.frames.get(e);
