@@ -557,15 +557,6 @@ impl Drop for Trace {
     }
 }
 
-/// tracefs mounted by this program, unmounted on drop.
-struct MountedTracefs(PathBuf);
-
-impl Drop for MountedTracefs {
-    fn drop(&mut self) {
-        let _ = tracefs::unmount(&self.0);
-    }
-}
-
 /// A file removed on drop.
 struct TempFile(PathBuf);
 
@@ -992,15 +983,7 @@ fn main() {
 
 fn main_root(args: &Args) -> Result<(), String> {
     let stop = runner::install_signal_flag().map_err(|e| e.to_string())?;
-    let mut _mounted = None;
-    let root = match tracefs::find_mounted(&sys::mounts()) {
-        Some(r) => r,
-        None => {
-            let r = tracefs::mount().map_err(|e| e.to_string())?;
-            _mounted = Some(MountedTracefs(r.clone()));
-            r
-        }
-    };
+    let (root, _mounted) = tracefs::find_or_mount().map_err(|e| e.to_string())?;
     for ev in [
         "workqueue:workqueue_execute_start",
         "workqueue:workqueue_execute_end",

@@ -130,6 +130,26 @@ pub fn mount() -> Result<PathBuf> {
     Ok(target)
 }
 
+/// A tracefs mount this program made, unmounted when dropped.
+#[derive(Debug)]
+pub struct MountGuard(PathBuf);
+
+impl Drop for MountGuard {
+    fn drop(&mut self) {
+        let _ = unmount(&self.0);
+    }
+}
+
+/// The mounted tracefs, or one mounted now (with the guard that unmounts
+/// it when dropped, leaving the host as it was).
+pub fn find_or_mount() -> Result<(PathBuf, Option<MountGuard>)> {
+    if let Some(r) = find_mounted(&sys::mounts()) {
+        return Ok((r, None));
+    }
+    let r = mount()?;
+    Ok((r.clone(), Some(MountGuard(r))))
+}
+
 /// Unmounts a tracefs this program mounted.
 pub fn unmount(target: &Path) -> Result<()> {
     let status = std::process::Command::new("umount")
