@@ -70,12 +70,18 @@ pub struct File {
     pub unwritten: Vec<u64>,
 }
 
+/// Bit `index` of a page bitmap; false past its end (an empty bitmap is
+/// all clear).
+fn page_bit(words: &[u64], index: u32) -> bool {
+    words
+        .get(index as usize / 64)
+        .is_some_and(|m| m & (1 << (index % 64)) != 0)
+}
+
 impl File {
     /// The block under page `index` is unwritten (see [`File::unwritten`]).
     pub fn block_unwritten(&self, index: u32) -> bool {
-        self.unwritten
-            .get((index / 64) as usize)
-            .is_some_and(|m| m & (1 << (index % 64)) != 0)
+        page_bit(&self.unwritten, index)
     }
     /// Marks the block under page `index` written (its conversion done).
     pub fn mark_written(&mut self, index: u32) {
@@ -100,9 +106,7 @@ impl File {
     /// Whether page `index` is mapped (`page_mapped`; always false for a
     /// file nobody maps, whose bitmap is empty).
     pub fn page_mapped(&self, index: u32) -> bool {
-        self.mapped
-            .get(index as usize / 64)
-            .is_some_and(|m| m & (1 << (index % 64)) != 0)
+        page_bit(&self.mapped, index)
     }
 }
 
