@@ -6,7 +6,8 @@
 //! per site (`crate::throttle`) and never tests a kernel version.
 //!
 //! Sources: 5.15 from `mm/vmscan.c`, `mm/page_alloc.c`, `mm/backing-dev.c` of
-//! linux-5.15.y; 5.16-rc1 from Mel Gorman's series as merged (8cd7c588decf,
+//! linux-5.15.y; `reclaimcongest-v2` from the series' postings v1 and v3
+//! (the v2 letter's kernel lies between them); 5.16-rc1 from Mel Gorman's series as merged (8cd7c588decf,
 //! d818fca1cac3, 69392a403f49, 132b0d21d21f, a19594ca4a8b, 66ce520bb7c2); 5.16
 //! with 1b4e3f26f9f7 (5.16-rc8); see docs in `../shared/reference/kernel-reclaim.md` §A, §B.
 
@@ -213,12 +214,33 @@ pub struct KernelProfile {
     pub memcg_charge_retries: u64,
     /// Default of `throttle.noprogress.timeout_us`.
     pub noprogress_timeout_us: u64,
+    /// Default of `throttle.noprogress.wake_efficiency_shift`: NOPROGRESS
+    /// waiters are woken when `nr_reclaimed > nr_scanned >> shift`; 3
+    /// (12.5 %) from 66ce520bb7c2, 64 (any page reclaimed) before it.
+    pub noprogress_wake_shift: u64,
+    /// Default of `throttle.isolated.timeout_us`: HZ/50 from c3f4a9a2b082,
+    /// HZ/10 as the posted series' callers passed it.
+    pub isolated_timeout_us: u64,
+    /// `try_to_free_mem_cgroup_pages` throttles on NOPROGRESS once more
+    /// when the whole call reclaimed nothing (the posted series up to v3;
+    /// dropped before the merge after Vlastimil Babka's review of v3 3/8).
+    pub memcg_noprogress: bool,
+    /// `reclaim_throttle` counts every throttled task, whatever its reason,
+    /// in the number `__acct_reclaim_writeback` scales its wake-up by (the
+    /// posted series' `nr_reclaim_throttled`); from v4 2/8 only WRITEBACK
+    /// waiters count (`nr_writeback_throttled`).
+    pub throttled_count_all: bool,
     /// The `writeback_congestion_wait` tracepoint exists (up to 5.17).
     pub tp_congestion_wait: bool,
     /// The `writeback_wait_iff_congested` tracepoint exists (up to 5.15).
     pub tp_wait_iff_congested: bool,
     /// The `mm_vmscan_throttled` tracepoint exists (5.16 and later).
     pub tp_throttled: bool,
+    /// `mm_vmscan_throttled` reports the time from entering
+    /// `reclaim_throttle` to running again (`jiffies - start`, the posted
+    /// series up to v2, like `congestion_wait`'s tracepoint), not the
+    /// merged `timeout - remaining`, which never exceeds the timeout.
+    pub tp_throttled_elapsed: bool,
     /// The call sites only 2.6.36/2.6.37 have (none in later profiles).
     pub early: EarlySites,
     /// `do_shrink_slab`'s arithmetic (`policy.do_shrink_slab`).
@@ -285,20 +307,59 @@ const V5_15: KernelProfile = KernelProfile {
     ..V5_9
 };
 
-/// 5.16-rc1, from 5.15: Mel Gorman's series as first merged.
-const V5_16_RC1: KernelProfile = KernelProfile {
-    name: "v5.16-rc1",
-    description: "reclaim_throttle() as first merged: WRITEBACK, ISOLATED, NOPROGRESS HZ/2 below DEF_PRIORITY-2 (memcg too); congested site throttles as WRITEBACK",
+/// Mel Gorman's series as the 2021 v2 letter measured it
+/// (`5.15.0-rc1-mm-reclaimcongest-v2r5`, "[PATCH 0/5] Remove dependency on
+/// congestion_wait in mm/ v2", 29 Sep 2021), from 5.15. The patches posted
+/// with that letter were v1's by mistake (Mel Gorman's reply the same day,
+/// <20210929130040.GJ3959@techsingularity.net>); v1 (20 Sep) and v3
+/// (8 Oct) agree on everything below, so v2r5, between them, is taken to
+/// have it too (docs/fidelity.md, "The series column's profile"):
+/// - NOPROGRESS sleeps HZ/10 and is woken by any reclaim that freed a page
+///   (`if (sc->nr_reclaimed)` in `consider_reclaim_throttle`, v1 3/5 and
+///   v3 3/8; the 12.5 % rule is 66ce520bb7c2, the HZ/2 a19594ca4a8b);
+/// - ISOLATED sleeps HZ/10 (its callers passed it; HZ/50 is c3f4a9a2b082);
+/// - `try_to_free_mem_cgroup_pages` sleeps on NOPROGRESS once more when it
+///   reclaimed nothing (v1 3/5, v3 3/8; dropped for v4);
+/// - the WRITEBACK wake-up scales by every throttled task
+///   (`nr_reclaim_throttled`, v1 1/5, v3 1/8; WRITEBACK-only from v4 2/8);
+/// - the tracepoint reports the time slept, `jiffies - start` (the
+///   letter's delays exceed every timeout: NOPROGRESS to 772000 µs).
+/// The call sites, the congested site's WRITEBACK and the placement of
+/// `consider_reclaim_throttle` (after every node, below DEF_PRIORITY-2,
+/// memcg too) are those of the merge.
+const RECLAIMCONGEST_V2: KernelProfile = KernelProfile {
+    name: "reclaimcongest-v2",
+    description: "the series as the 2021 v2 letter measured it (mm-reclaimcongest-v2r5 on 5.15-rc1): v5.16-rc1's sites, but NOPROGRESS HZ/10 woken by any progress, ISOLATED HZ/10, a NOPROGRESS sleep after memcg reclaim that freed nothing, WRITEBACK wake-ups scaled by every throttled task, delays traced as time slept",
     kswapd_immediate: Sleep::Throttle(Reason::Writeback),
     direct_congested: Sleep::Throttle(Reason::Writeback),
     too_many_isolated: Sleep::Throttle(Reason::Isolated),
     reclaim_retry: Sleep::None,
     noprogress: NoProgress::Rc1,
+    noprogress_timeout_us: 100_000,
+    noprogress_wake_shift: 64,
+    isolated_timeout_us: 100_000,
+    memcg_noprogress: true,
+    throttled_count_all: true,
     writeback_wakeups: true,
     isolated_wakeups: true,
     tp_wait_iff_congested: false,
     tp_throttled: true,
+    tp_throttled_elapsed: true,
     ..V5_15
+};
+
+/// 5.16-rc1, from the posted v2: Mel Gorman's series as first merged
+/// (the review changes of v3-v5, c3f4a9a2b082, a19594ca4a8b, 66ce520bb7c2).
+const V5_16_RC1: KernelProfile = KernelProfile {
+    name: "v5.16-rc1",
+    description: "reclaim_throttle() as first merged: WRITEBACK, ISOLATED, NOPROGRESS HZ/2 below DEF_PRIORITY-2 (memcg too); congested site throttles as WRITEBACK",
+    noprogress_timeout_us: 500_000,
+    noprogress_wake_shift: 3,
+    isolated_timeout_us: 20_000,
+    memcg_noprogress: false,
+    throttled_count_all: false,
+    tp_throttled_elapsed: false,
+    ..RECLAIMCONGEST_V2
 };
 
 /// 5.16, from 5.16-rc1: the rc8 NOPROGRESS fix and the CONGESTED reason.
@@ -346,6 +407,7 @@ const PROFILES: &[KernelProfile] = &[
     V5_8,
     V5_9,
     V5_15,
+    RECLAIMCONGEST_V2,
     V5_16_RC1,
     V5_16,
     V6_1,
@@ -398,7 +460,7 @@ pub enum PolicyError {
 
 /// The sites and switches of a profile that `--set policy.NAME=VALUE`
 /// changes, with their help lines.
-const POLICY: [(&str, &str); 18] = [
+const POLICY: [(&str, &str); 20] = [
     ("policy.kswapd_immediate", "what kswapd does at the end of shrink_node when it met pages under writeback marked for immediate reclaim (sc->nr.immediate)"),
     ("policy.direct_congested", "what direct reclaim does at the end of shrink_node when kswapd has marked the lruvec LRUVEC_CONGESTED"),
     ("policy.too_many_isolated", "what shrink_inactive_list does (once) while too_many_isolated()"),
@@ -416,11 +478,13 @@ const POLICY: [(&str, &str); 18] = [
     ("policy.do_shrink_slab", "do_shrink_slab's arithmetic: 4.19 (4.19.1: delta floored at min(freeable, batch)), 5.8 (5.8-5.10: all deferred work added, capped at freeable/2 while delta is small) or 5.15 (5.13+: deferred work >> priority, both capped at 2 x freeable)"),
     ("xfs.inode_reclaim", "XFS inode reclaim from the superblock shrinker: sync (up to 5.8: SYNC_TRYLOCK|SYNC_WAIT, per-AG lock, waits on flushing inodes, writes dirty clusters synchronously, reading the buffer back if it was reclaimed), async (the 2019 RFC: non-blocking, dirty inodes skipped, cluster buffers not pinned) or async-pinned (5.9: non-blocking, each dirty inode's cluster buffer held from its first logging)"),
     ("xfs.writepage", "1: XFS has ->writepage and kswapd's pageout() writes dirty pages of a data device with fs = \"xfs\" (up to 5.10); 0: it has none and pageout() activates them (5.15+)"),
+    ("policy.memcg_noprogress", "1: try_to_free_mem_cgroup_pages sleeps on NOPROGRESS (on the task's node) once more when the whole call reclaimed nothing (the posted series up to v3, reclaimcongest-v2); 0: only consider_reclaim_throttle's sleep (5.16-rc1 on)"),
+    ("policy.writeback_wake_count", "who __acct_reclaim_writeback scales the WRITEBACK wake-up by (SWAP_CLUSTER_MAX written pages per task): writeback (the WRITEBACK waiters, nr_writeback_throttled, 5.16-rc1 on) or all (every task in reclaim_throttle, whatever its reason: the posted series' nr_reclaim_throttled, reclaimcongest-v2)"),
     ("policy.rate_priority", "no kernel: off (every kernel), or gross/net: a direct reclaimer about to sleep in reclaim_throttle (not for ISOLATED) goes on if the pages it allocated (net: less those it freed or reclaimed) per second over its last throttle.rate.window_ms are at most the machine's reclaim rate (pgsteal per second) divided among the user tasks"),
 ];
 
 /// Every `policy.*` name (and `xfs.inode_reclaim`, a profile setting too).
-pub const POLICY_NAMES: [&str; 18] = [
+pub const POLICY_NAMES: [&str; 20] = [
     POLICY[0].0,
     POLICY[1].0,
     POLICY[2].0,
@@ -439,9 +503,14 @@ pub const POLICY_NAMES: [&str; 18] = [
     POLICY[15].0,
     POLICY[16].0,
     POLICY[17].0,
+    POLICY[18].0,
+    POLICY[19].0,
 ];
 
 const BOOL_CHOICES: [(&str, bool); 2] = [("0", false), ("1", true)];
+
+/// `policy.writeback_wake_count`'s values ([`KernelProfile::throttled_count_all`]).
+const WAKE_COUNT_CHOICES: [(&str, bool); 2] = [("writeback", false), ("all", true)];
 
 /// The value called `value` among `choices` of setting `name`.
 fn parse_choice<T: Copy>(
@@ -469,8 +538,10 @@ fn accepted_values(name: &str) -> Vec<&'static str> {
         "policy.noprogress" => names(&NoProgress::CHOICES),
         "policy.writeback_wakeups"
         | "policy.isolated_wakeups"
+        | "policy.memcg_noprogress"
         | "xfs.writepage"
         | "policy.direct_congested_sees_node" => names(&BOOL_CHOICES),
+        "policy.writeback_wake_count" => names(&WAKE_COUNT_CHOICES),
         "policy.congestion_flags" => names(&CongestionFlags::CHOICES),
         "policy.too_many_isolated_loop" => names(&early::LOOP_CHOICES),
         "policy.rate_priority" => names(&RatePriority::CHOICES),
@@ -491,6 +562,10 @@ impl KernelProfile {
             "policy.noprogress" => choice_name(&NoProgress::CHOICES, self.noprogress),
             "policy.writeback_wakeups" => choice_name(&BOOL_CHOICES, self.writeback_wakeups),
             "policy.isolated_wakeups" => choice_name(&BOOL_CHOICES, self.isolated_wakeups),
+            "policy.memcg_noprogress" => choice_name(&BOOL_CHOICES, self.memcg_noprogress),
+            "policy.writeback_wake_count" => {
+                choice_name(&WAKE_COUNT_CHOICES, self.throttled_count_all)
+            }
             "policy.rate_priority" => choice_name(&RatePriority::CHOICES, self.rate_priority),
             "policy.memcg_v1_dirty" => choice_name(&Sleep::CHOICES, self.memcg_v1_dirty),
             "policy.congestion_flags" => {
@@ -549,6 +624,10 @@ impl KernelProfile {
             "policy.noprogress" => self.noprogress = parse_choice(noprogress, name, value)?,
             "policy.writeback_wakeups" => self.writeback_wakeups = parse_choice(on, name, value)?,
             "policy.isolated_wakeups" => self.isolated_wakeups = parse_choice(on, name, value)?,
+            "policy.memcg_noprogress" => self.memcg_noprogress = parse_choice(on, name, value)?,
+            "policy.writeback_wake_count" => {
+                self.throttled_count_all = parse_choice(&WAKE_COUNT_CHOICES, name, value)?
+            }
             "policy.rate_priority" => {
                 self.rate_priority = parse_choice(&RatePriority::CHOICES, name, value)?
             }
@@ -579,7 +658,7 @@ impl KernelProfile {
                 Sleep::None | Sleep::Msleep => {}
             }
         }
-        if self.noprogress != NoProgress::None {
+        if self.noprogress != NoProgress::None || self.memcg_noprogress {
             self.tp_throttled = true;
         }
         Ok(())
@@ -662,8 +741,74 @@ mod tests {
                     (c.do_shrink_slab, c.xfs_inode_reclaim),
                     (a.do_shrink_slab, a.xfs_inode_reclaim)
                 );
+                assert_eq!(
+                    (c.memcg_noprogress, c.throttled_count_all),
+                    (a.memcg_noprogress, a.throttled_count_all)
+                );
             }
         }
+    }
+
+    #[test]
+    fn reclaimcongest_v2_is_v5_16_rc1_but_for_what_the_posted_series_did() {
+        let v2 = profile("reclaimcongest-v2").unwrap();
+        let rc1 = profile("v5.16-rc1").unwrap();
+        assert_ne!(v2, rc1);
+        // The same call sites, the same consider_reclaim_throttle rule.
+        assert_eq!(v2.policy_value("policy.noprogress"), Some("rc1"));
+        for site in [
+            "policy.kswapd_immediate",
+            "policy.direct_congested",
+            "policy.too_many_isolated",
+            "policy.reclaim_retry",
+        ] {
+            assert_eq!(v2.policy_value(site), rc1.policy_value(site), "{site}");
+        }
+        // And exactly these differences.
+        let mut as_v2 = rc1.clone();
+        as_v2.name = v2.name;
+        as_v2.description = v2.description;
+        as_v2.noprogress_timeout_us = 100_000;
+        as_v2.noprogress_wake_shift = 64;
+        as_v2.isolated_timeout_us = 100_000;
+        as_v2.memcg_noprogress = true;
+        as_v2.throttled_count_all = true;
+        as_v2.tp_throttled_elapsed = true;
+        assert_eq!(&as_v2, v2);
+        let (a, b) = (
+            crate::params::Params::defaults(v2),
+            crate::params::Params::defaults(rc1),
+        );
+        assert_eq!(
+            (
+                a.noprogress_timeout_us,
+                a.isolated_timeout_us,
+                a.noprogress_wake_shift
+            ),
+            (100_000, 100_000, 64),
+            "HZ/10, HZ/10, any progress"
+        );
+        assert_eq!(
+            (
+                b.noprogress_timeout_us,
+                b.isolated_timeout_us,
+                b.noprogress_wake_shift
+            ),
+            (500_000, 20_000, 3),
+            "HZ/2, HZ/50, 12.5 %"
+        );
+        assert_eq!(v2.policy_value("policy.memcg_noprogress"), Some("1"));
+        assert_eq!(v2.policy_value("policy.writeback_wake_count"), Some("all"));
+        assert_eq!(rc1.policy_value("policy.memcg_noprogress"), Some("0"));
+        assert_eq!(
+            rc1.policy_value("policy.writeback_wake_count"),
+            Some("writeback")
+        );
+        // Listed in history order, between 5.15 and what 5.16-rc1 merged.
+        let names: Vec<&str> = profiles().iter().map(|p| p.name).collect();
+        let at = |n: &str| names.iter().position(|x| *x == n).unwrap();
+        assert_eq!(at("reclaimcongest-v2"), at("v5.15") + 1);
+        assert_eq!(at("v5.16-rc1"), at("reclaimcongest-v2") + 1);
     }
 
     #[test]

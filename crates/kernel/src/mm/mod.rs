@@ -106,7 +106,9 @@ pub struct Pgdat {
     pub flags: u32,
     /// `reclaim_wait[]`, by [`crate::profile::Reason`].
     pub reclaim_wait: [WaitQueue; NR_VMSCAN_THROTTLE],
-    /// `nr_writeback_throttled`.
+    /// `nr_writeback_throttled` (the WRITEBACK waiters; every throttled
+    /// task under `policy.writeback_wake_count=all`, the posted series'
+    /// `nr_reclaim_throttled`).
     pub nr_writeback_throttled: u64,
     /// `nr_reclaim_start`: `NR_THROTTLED_WRITTEN` when the first WRITEBACK waiter arrived.
     pub nr_reclaim_start: i64,

@@ -73,11 +73,16 @@ pub const V2_6_36: KernelProfile = KernelProfile {
     direct_congested_sees_node: false,
     memcg_charge_retries: 5,
     noprogress_timeout_us: 500_000,
+    noprogress_wake_shift: 3,
+    isolated_timeout_us: 20_000,
+    memcg_noprogress: false,
+    throttled_count_all: false,
     // 2.6.36 had no tracepoint here; the record shows its sleeps in the
     // 2.6.37 format (docs/kernels-2010.md).
     tp_congestion_wait: true,
     tp_wait_iff_congested: false,
     tp_throttled: false,
+    tp_throttled_elapsed: false,
     early: EarlySites {
         do_try_to_free_pages: Sleep::CongestionWait,
         alloc_rebalance: Sleep::CongestionWait,

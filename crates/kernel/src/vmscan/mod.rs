@@ -496,7 +496,7 @@ async fn shrink_node_memcgs(w: &World, nid: usize, sc: &mut ScanControl) {
     }
 }
 
-/// `consider_reclaim_throttle` (5.16-rc1 and 5.16-rc8 variants, and
+/// `consider_reclaim_throttle` (the posted series and 5.16-rc1: `rc1`; 5.16-rc8: `final`; and
 /// reclaimlab's `backoff`, which throttles by rc1's rule).
 async fn consider_reclaim_throttle(w: &World, nid: usize, sc: &ScanControl) {
     let sleep = {
@@ -712,8 +712,19 @@ pub async fn try_to_free_mem_cgroup_pages(w: &World, memcg: u16, nr_pages: u64, 
     };
     w.k().set_task_reclaim_state(true);
     let n = do_try_to_free_pages(w, &mut sc).await;
-    let mut k = w.k();
-    k.set_task_reclaim_state(false);
-    crate::trace!(k, "mm_vmscan_memcg_reclaim_end", "nr_reclaimed={}", n);
+    let throttle_nid = {
+        let mut k = w.k();
+        k.set_task_reclaim_state(false);
+        crate::trace!(k, "mm_vmscan_memcg_reclaim_end", "nr_reclaimed={}", n);
+        // The posted series (v1 3/5, v3 3/8; `policy.memcg_noprogress`):
+        // a call that reclaimed nothing sleeps on NOPROGRESS on the first
+        // zone's node of the zonelist, the task's own node here. Dropped
+        // before the merge: consider_reclaim_throttle has already slept
+        // where it should (Vlastimil Babka's review of v3, 14 Oct 2021).
+        (n == 0 && k.profile.memcg_noprogress).then(|| k.current().nid as usize)
+    };
+    if let Some(nid) = throttle_nid {
+        reclaim_throttle(w, nid, Reason::Noprogress).await;
+    }
     n
 }
