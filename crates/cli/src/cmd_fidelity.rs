@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
+use reclaimlab_kernel::profile::{profile, profiles};
 use reclaimlab_report::fidelity::{letter, side_from_dir, suite};
 use reclaimlab_report::{
     fidelity_report, render_fidelity_html, render_fidelity_json, render_fidelity_text, Side,
@@ -138,6 +139,21 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// letter has no column for are skipped with a warning.
 pub(crate) fn letter_pairs(file: &Path, records: &[PathBuf]) -> anyhow::Result<Vec<(Side, Side)>> {
     let letter = letter::load_letter(file)?;
+    // A column names the simulator profile it is compared with; one that
+    // names no profile would never be paired, silently.
+    let names: Vec<&str> = profiles().iter().map(|p| p.name).collect();
+    for r in &letter.runs {
+        if profile(&r.kernel_profile).is_none() {
+            bail!(
+                "--letter {}: run `{}` has kernel_profile = \"{}\", which is not a kernel profile{} (known: {}; `reclaimlab list kernels`); fix the transcription",
+                file.display(),
+                r.side.name,
+                r.kernel_profile,
+                crate::suggest::hint(&r.kernel_profile, &names),
+                names.join(", ")
+            );
+        }
+    }
     if records.is_empty() {
         bail!(
             "--letter {}: give the simulated records to score (e.g. the `--out` of `reclaimlab sim stutterp --kernel {}`)",

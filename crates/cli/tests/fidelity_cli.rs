@@ -84,3 +84,78 @@ fn a_letter_column_is_picked_by_kernel_profile() {
     let o = run(&["--letter", letter.to_str().unwrap(), &fx("new")]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// A fresh scratch directory for one test.
+fn scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("reclaimlab-fidcli-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn a_reclaimcongest_v2_record_is_scored_against_the_series_column() {
+    // The `base` fixture relabelled as a run of the v2 series' profile: it
+    // pairs with the letter's series column (the series as measured, not
+    // as merged), and both sides are of the throttle generation.
+    let d = scratch("v2");
+    let rec = d.join("reclaimcongest-v2");
+    std::fs::create_dir_all(&rec).unwrap();
+    for f in ["latency.csv", "trace.txt.gz", "vmstat.csv"] {
+        std::fs::copy(PathBuf::from(fx("base")).join(f), rec.join(f)).unwrap();
+    }
+    let run = std::fs::read_to_string(PathBuf::from(fx("base")).join("run.json")).unwrap();
+    assert!(run.contains("\"kernel\": \"v5.15\""));
+    std::fs::write(
+        rec.join("run.json"),
+        run.replace("\"kernel\": \"v5.15\"", "\"kernel\": \"reclaimcongest-v2\""),
+    )
+    .unwrap();
+    let letter = root().join("docs/fidelity/letters-2021-v2.toml");
+    let o = run_fid(&[letter.to_str().unwrap(), rec.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["pairs"][0]["real"]["name"],
+        "5.15.0-rc1-mm-reclaimcongest-v2r5"
+    );
+    assert_eq!(v["pairs"][0]["sim"]["generation"], "throttle");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("generation"), "{err}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+fn run_fid(letter_and_records: &[&str]) -> Output {
+    let (letter, records) = letter_and_records.split_first().unwrap();
+    let mut args = vec!["--letter", letter, "--json"];
+    args.extend(records);
+    run(&args)
+}
+
+#[test]
+fn a_letter_column_naming_no_profile_exits_2_naming_it() {
+    let d = scratch("badprofile");
+    let good = std::fs::read_to_string(root().join("docs/fidelity/letters-2021-v2.toml")).unwrap();
+    let bad = good.replace(
+        "kernel_profile = \"reclaimcongest-v2\"",
+        "kernel_profile = \"reclaimcongest-v3\"",
+    );
+    assert_ne!(good, bad);
+    let file = d.join("letter.toml");
+    std::fs::write(&file, bad).unwrap();
+    let o = run_fid(&[file.to_str().unwrap(), &fx("base")]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    for want in [
+        file.to_str().unwrap(),
+        "run `5.15.0-rc1-mm-reclaimcongest-v2r5`",
+        "kernel_profile = \"reclaimcongest-v3\"",
+        "not a kernel profile",
+        "did you mean `reclaimcongest-v2`",
+        "v5.16-rc1",
+    ] {
+        assert!(err.contains(want), "missing {want:?} in {err}");
+    }
+    assert!(!err.contains("panicked"), "{err}");
+    std::fs::remove_dir_all(&d).unwrap();
+}

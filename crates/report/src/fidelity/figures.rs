@@ -207,8 +207,14 @@ pub(super) fn figure(
 /// (`congestion_wait`, `wait_iff_congested`), `throttle` from 5.16
 /// (`reclaim_throttle`), `other` for anything that is not a kernel version
 /// (`none`, a policy). Reads the first `MAJOR.MINOR` in the name, so
-/// `v5.15`, `5.15.0-rc1` and `6.8.0-45-generic` all work.
+/// `v5.15`, `5.15.0-rc1` and `6.8.0-45-generic` all work; a name with
+/// `reclaimcongest` in it is Mel Gorman's series on a 5.15 base
+/// (`5.15.0-rc1-mm-reclaimcongest-v2r5`, the `reclaimcongest-v2` profile):
+/// `throttle`.
 pub fn generation_of(kernel: &str) -> &'static str {
+    if kernel.contains("reclaimcongest") {
+        return "throttle";
+    }
     let b = kernel.as_bytes();
     let digits = |i: usize| b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
     let mut i = 0;
