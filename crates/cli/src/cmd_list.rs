@@ -34,18 +34,20 @@ pub struct Args {
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     match args.what {
         What::Kernels => {
+            let width = profiles().iter().map(|p| p.name.len()).max().unwrap_or(0);
             for p in profiles() {
-                outln!("{:<10} {}", p.name, p.description);
+                outln!("{:<width$} {}", p.name, p.description);
                 let sites: Vec<String> = p
                     .policy_pairs()
                     .iter()
                     .map(|(k, v)| format!("{}={v}", k.trim_start_matches("policy.")))
                     .collect();
-                outln!("{:<10} {}", "", sites.join(" "));
+                outln!("{:<width$} {}", "", sites.join(" "));
             }
             outln!(
                 "\nAny other policy: a profile with some of its call sites changed, e.g.\n\
                  \x20 --kernel v5.16-rc1 --sweep policy.noprogress=rc1,none   (the series as merged, without NOPROGRESS)\n\
+                 \x20 --kernel reclaimcongest-v2 --set policy.memcg_noprogress=0   (the series as the v2 letter measured it, without its memcg sleep)\n\
                  \x20 --kernel v5.15 --set policy.too_many_isolated=throttle_isolated\n\
                  \x20 --kernel v5.16 --set policy.noprogress=backoff --set throttle.noprogress.timeout_us=500000   (reclaimlab's own)\n\
                  \x20 --kernel v5.16-rc1 --sweep policy.rate_priority=off,gross,net   (reclaimlab's own: who may skip a sleep, by allocation rate)\n\

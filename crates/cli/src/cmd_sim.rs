@@ -46,7 +46,8 @@ pub struct Args {
     pub workload: String,
     /// Kernel profiles to compare, comma-separated (`reclaimlab list kernels`);
     /// the first is the baseline. The default: 5.15, the series as first
-    /// merged (what the 2021 letters measured), and 5.16 as released.
+    /// merged (5.16-rc1), and 5.16 as released; the series as the 2021 v2
+    /// letter measured it is `reclaimcongest-v2`.
     #[arg(long, default_value = "v5.15,v5.16-rc1,v5.16", value_delimiter = ',')]
     pub kernel: Vec<String>,
     /// A built-in machine (`reclaimlab list machines`), a machine TOML file, or
