@@ -324,6 +324,7 @@ const V5_15: KernelProfile = KernelProfile {
 ///   (`nr_reclaim_throttled`, v1 1/5, v3 1/8; WRITEBACK-only from v4 2/8);
 /// - the tracepoint reports the time slept, `jiffies - start` (the
 ///   letter's delays exceed every timeout: NOPROGRESS to 772000 µs).
+///
 /// The call sites, the congested site's WRITEBACK and the placement of
 /// `consider_reclaim_throttle` (after every node, below DEF_PRIORITY-2,
 /// memcg too) are those of the merge.
