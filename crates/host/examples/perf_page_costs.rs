@@ -249,6 +249,10 @@ struct Scheme {
         &'static [&'static str],
         &'static [&'static str],
     )],
+    /// Sums of groups, printed after them: the figures the simulator's
+    /// parameters mean, less sensitive to where a sample lands between
+    /// neighbouring groups.
+    sums: &'static [(&'static str, &'static [&'static str])],
 }
 
 const RECLAIM: Scheme = Scheme {
@@ -342,6 +346,40 @@ const RECLAIM: Scheme = Scheme {
             &[],
         ),
     ],
+    sums: &[
+        (
+            "= scan: isolation + checks + put back",
+            &[
+                "isolation (+ put back) under lru_lock",
+                "isolation, rest",
+                "checks (shrink_folio_list, rest)",
+                "put back, rest",
+            ],
+        ),
+        (
+            "= scan with reclaim's per-batch rest",
+            &[
+                "isolation (+ put back) under lru_lock",
+                "isolation, rest",
+                "checks (shrink_folio_list, rest)",
+                "put back, rest",
+                "reclaim, rest (shrink_node/lruvec, slab, counters)",
+            ],
+        ),
+        ("= LRU add", &["LRU add under lru_lock", "LRU add, rest"]),
+        (
+            "= read side: allocate, charge, insert, LRU add, zero-fill, copy",
+            &[
+                "LRU add under lru_lock",
+                "LRU add, rest",
+                "memcg charge (not reclaim)",
+                "page-cache insert",
+                "page allocation",
+                "ext4 reads the hole (zero-fill)",
+                "copy to user",
+            ],
+        ),
+    ],
 };
 
 const MMAP: Scheme = Scheme {
@@ -357,6 +395,15 @@ const MMAP: Scheme = Scheme {
     ],
     groups: &[
         ("fault: zeroing", ZERO, &[]),
+        // The fault's first locked instruction after the zeroing is the
+        // page-table lock's (uncontended here: one thread); it waits for
+        // `clear_page`'s stores to drain, so samples that belong to the
+        // zeroing land there.
+        (
+            "fault: pte lock (drains the zeroing's stores)",
+            &["_raw_spin_lock"],
+            &["handle_mm_fault"],
+        ),
         ("LRU add, rest", LRU_ADD, &[]),
         ("fault: allocation", ALLOC, &["handle_mm_fault"]),
         ("fault: memcg charge", CHARGE, &["handle_mm_fault"]),
@@ -383,6 +430,47 @@ const MMAP: Scheme = Scheme {
                 "unmap_vmas",
             ],
             &[],
+        ),
+    ],
+    sums: &[
+        (
+            "= fault without zeroing: allocation + charge + rest + LRU add",
+            &[
+                "fault: allocation",
+                "fault: memcg charge",
+                "fault: rest (handle_mm_fault, entry)",
+                "LRU add under lru_lock",
+                "LRU add, rest",
+            ],
+        ),
+        (
+            "= zeroing + pte lock",
+            &[
+                "fault: zeroing",
+                "fault: pte lock (drains the zeroing's stores)",
+            ],
+        ),
+        (
+            "= fault with zeroing",
+            &[
+                "fault: zeroing",
+                "fault: pte lock (drains the zeroing's stores)",
+                "fault: allocation",
+                "fault: memcg charge",
+                "fault: rest (handle_mm_fault, entry)",
+                "LRU add under lru_lock",
+                "LRU add, rest",
+            ],
+        ),
+        ("= LRU add", &["LRU add under lru_lock", "LRU add, rest"]),
+        (
+            "= munmap: zap + release + free",
+            &[
+                "munmap: zap",
+                "munmap: release, rest",
+                "release under lru_lock",
+                "munmap: uncharge and free",
+            ],
         ),
     ],
 };
@@ -839,6 +927,16 @@ impl Drop for MmapLoop {
 
 fn run_mmap(args: &Args, rep: usize, stop: &AtomicBool) -> Result<Run, String> {
     let cpu = *allowed_cpus().last().ok_or("no CPU allowed")?;
+    // A memory cgroup of its own without a (practical) limit, one level
+    // below the root as the reclaim workload's: the charge path is the
+    // same in every run, whichever cgroup this process started in.
+    let cg = ProbeCgroup::create(1 << 62);
+    if cg.is_none() {
+        eprintln!(
+            "{NAME}: no memory cgroup of its own for the mmap loop; it runs in {}",
+            memcg_path()
+        );
+    }
     let lp = MmapLoop::start((args.mmap_mib * MIB) as usize, cpu)?;
     sleep_or_stop(stop, args.warm_s)?;
     let data = args.dir.join(format!(
@@ -862,6 +960,7 @@ fn run_mmap(args: &Args, rep: usize, stop: &AtomicBool) -> Result<Run, String> {
             if let Some(l) = lp.take() {
                 let _ = l.finish();
             }
+            drop(cg);
         },
     )?;
     Ok(Run {
@@ -940,6 +1039,14 @@ fn report(title: &str, scheme: &Scheme, per: &str, runs: &[Run]) {
         row(n, &|t: &Tally| t.groups.get(*n).copied().unwrap_or(0));
     }
     row("kernel, rest", &|t: &Tally| t.kernel_rest);
+    for (name, parts) in scheme.sums {
+        row(name, &|t: &Tally| {
+            parts
+                .iter()
+                .map(|p| t.groups.get(*p).copied().unwrap_or(0))
+                .sum()
+        });
+    }
     row("**kernel, all**", &|t: &Tally| t.kernel());
     row("user space", &|t: &Tally| t.user);
     // What a flat profile shows, and where the unlocks were called from.
@@ -993,6 +1100,18 @@ fn main() {
         eprintln!("{NAME}: {e}");
         std::process::exit(if e == "interrupted" { 130 } else { 1 });
     }
+}
+
+/// This process's memory cgroup (v1 `memory:` line, or v2's `0::`).
+fn memcg_path() -> String {
+    let t = fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    t.lines()
+        .find_map(|l| {
+            let mut f = l.splitn(3, ':');
+            let (_, ctl, path) = (f.next()?, f.next()?, f.next()?);
+            (ctl.split(',').any(|c| c == "memory") || ctl.is_empty()).then(|| path.to_string())
+        })
+        .unwrap_or_else(|| "?".into())
 }
 
 /// Refuses early, naming what is missing and how to get it.
@@ -1060,6 +1179,10 @@ fn main_root(args: &Args) -> Result<(), String> {
     );
     for &w in &args.workloads {
         let mut runs = Vec::new();
+        eprintln!(
+            "{NAME}: this process's memory cgroup before the {w:?} runs: {}",
+            memcg_path()
+        );
         match w {
             Workload::Reclaim => {
                 let path = args.dir.join(format!(".reclaimlab-perf-{pid}.dat"));
@@ -1222,6 +1345,21 @@ reader 100 cpu-clock:
             ),
             Some("fault: allocation")
         );
+    }
+
+    #[test]
+    fn sums_name_existing_groups() {
+        for scheme in [&RECLAIM, &MMAP] {
+            for (sum, parts) in scheme.sums {
+                for p in *parts {
+                    assert!(
+                        scheme.held.iter().any(|g| g.0 == *p)
+                            || scheme.groups.iter().any(|g| g.0 == *p),
+                        "{sum}: {p} is no group"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
