@@ -23,15 +23,23 @@
 //! between taking and putting back (`cost.scan_page_ns` per page) outlasts
 //! the hold as long as `lru_lock.page_ns` is below it.
 //!
-//! Off by default (`lru_lock.page_ns=0`). The hold per page isolated was
-//! measured on the reference host (a nested 2-vCPU VM, 6.18:
-//! crates/host/examples/lru_lock_hold.rs, docs/bench/cpu-costs.md): about
-//! 250 ns, more than the 150 ns `cost.scan_page_ns` charges for the whole
-//! scan of a page, which this model assumes contains the hold; the two
-//! must be settled together before the lock can be on by default
-//! (docs/fidelity.md, "The data filesystem", has the full-size run at the
-//! cap). The hand-over cost is measured too
-//! (crates/host/examples/lock_handoff.rs).
+//! Off by default (`lru_lock.page_ns=0`). The holds are measured on the
+//! reference host (a nested 2-vCPU VM, 6.18; docs/bench/cpu-costs.md:
+//! `perf_page_costs`, by where `cpu-clock` samples land while interrupts
+//! are off, and `lru_lock_hold`, from the lock's tracepoints): 223 ns per
+//! page isolated, 49–64 per page an LRU addition puts on a list, 31 per
+//! page munmap releases; the scan they are part of is 303 ns per page
+//! (`perf_page_costs`). The hand-over cost is measured too
+//! (crates/host/examples/lock_handoff.rs). Why it stays off: on the
+//! 2-vCPU fidelity machines it makes reclaim spin where the real kernel
+//! hardly waits (the host's tuning pair with the measured 300 ns scan:
+//! memcg scanning 34 times below the real kernel's and system time 1.4
+//! times above, 22 → 15 rows of 36 within; docs/fidelity.md, "The
+//! lock's holds measured"). The likely reason, not yet shown: a booking
+//! is made when a task arrives, but the holder pays its CPU later and
+//! may first wait for a CPU, which no spinlock holder does (it cannot be
+//! preempted), so with more runnable tasks than CPUs the model's queue
+//! can be longer than the kernel's.
 //!
 //! The lock's other takers (mm/swap.c, 5.15): a task's LRU additions
 //! (faults, swap-ins, page-cache inserts) take it once per `PAGEVEC_SIZE`
