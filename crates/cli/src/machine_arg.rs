@@ -44,7 +44,8 @@ pub fn scale_costs(params: &mut Params, factor: f64) {
         return;
     }
     for (name, value) in params.to_pairs() {
-        if !name.starts_with("cost.") {
+        // The CPU costs, and the lock's hold times, which are CPU time too.
+        if !name.starts_with("cost.") && !name.starts_with("lru_lock.") {
             continue;
         }
         if let Ok(v) = value.parse::<f64>() {
@@ -61,7 +62,7 @@ fn resolve_guest(arg: &str, g: &GuestMachine) -> anyhow::Result<Resolved> {
         .context("the machine built for this guest is not valid (please report this as a bug)")?;
     if g.cpu_slowdown != 1.0 {
         eprintln!(
-            "reclaimlab: --machine {arg}: every cost.* parameter x{} (the guest's slower CPU), before --set",
+            "reclaimlab: --machine {arg}: every cost.* and lru_lock.* parameter x{} (the guest's slower CPU), before --set",
             reclaimlab_host::guest::machine::fmt_factor(g.cpu_slowdown)
         );
     }

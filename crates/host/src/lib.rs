@@ -9,6 +9,7 @@
 //! [`doctor`] says what a host can run and how to fix what it lacks; [`machine`]
 //! describes this host as a machine profile for the simulator (`sim --machine host`).
 
+pub mod bench;
 pub mod cgroup;
 pub mod cgtree;
 pub mod children;

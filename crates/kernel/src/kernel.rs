@@ -50,6 +50,9 @@ pub struct Task {
     pub runq_ns: u64,
     /// System time spent spinning on `lru_lock`, ns (part of `sys_ns`).
     pub lru_lock_spin_ns: u64,
+    /// Pages added to the LRU since its last LRU-addition batch took
+    /// `lru_lock` (the per-CPU pagevec, kept per task: mm/lru.rs).
+    pub lru_add_batch: u32,
     /// CFS virtual runtime, ns (CPU time used, placed forward on wake-up).
     pub vruntime: u64,
     /// Has been placed on the run queue before (a new task is placed with
@@ -268,6 +271,7 @@ impl Kernel {
             sys_ns: 0,
             runq_ns: 0,
             lru_lock_spin_ns: 0,
+            lru_add_batch: 0,
             vruntime: 0,
             placed: false,
             mappings: Vec::new(),

@@ -6,7 +6,7 @@
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
-use reclaimlab_kernel::mm::anon::{touch_anon, Access};
+use reclaimlab_kernel::mm::anon::{release_lru_pages, touch_anon, Access};
 use reclaimlab_kernel::mm::fadvise::fadvise_dontneed;
 use reclaimlab_kernel::mm::filemap::{
     file_read, file_write, touch_file_mapped, touch_file_mapped_random, FileOp,
@@ -229,8 +229,9 @@ pub async fn mmap_latency(w: Rc<World>, pages: u32, sleep_ms: u64, samples: Samp
         if touch_anon(&w, m, 0, pages, true).await == Access::Killed || killed(&w) {
             return;
         }
-        w.k().munmap(m);
+        let released = w.k().munmap_batched(m, true);
         pay_cpu(&w).await;
+        release_lru_pages(&w, released).await;
         let now = w.k().exec.now();
         if let Some(prev) = last {
             let lat_ns = (now - prev).saturating_sub(sleep_ms * 1_000_000);

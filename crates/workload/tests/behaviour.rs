@@ -241,6 +241,40 @@ fn lru_lock_contention_costs_system_time_per_page() {
     );
 }
 
+/// The lock's other takers (5.15 `__pagevec_lru_add`, one acquisition per
+/// 15 pages a task adds): without any reclaim, two tasks faulting in
+/// memory at once meet on the lock; one alone never spins on its own
+/// holds.
+#[test]
+fn lru_add_batches_take_lru_lock() {
+    let m = machine("name='two'\ncpus=2\nmemory_mib=2048\nswap_mib=0\n[[devices]]\nname='sda'\nwrite_mb_s=300\nread_mb_s=300\nlatency_us=100\n");
+    let spec = |n: u32| {
+        format!(
+            "name='fault'\nduration_s=0.5\n[[worker]]\nkind='anon-hog'\ncount={n}\nsize_mib=256\n"
+        )
+    };
+    let on = [("lru_lock.page_ns", "100"), ("lru_lock.add_page_ns", "200")];
+    let (one, one_s) = sim(&m, "v5.15", &spec(1), 1, &on);
+    let (two, two_s) = sim(&m, "v5.15", &spec(2), 1, &on);
+    for c in [&one, &two] {
+        assert_eq!(
+            c.delta("pgscan_direct") + c.delta("pgscan_kswapd"),
+            0,
+            "no reclaim in this test"
+        );
+    }
+    assert_eq!(
+        one_s.lru_lock_spin_s, 0.0,
+        "a task never waits for its own holds"
+    );
+    assert!(
+        two_s.lru_lock_spin_s > 0.0,
+        "two tasks adding pages on two CPUs never met on lru_lock"
+    );
+    let (_, off_s) = sim(&m, "v5.15", &spec(2), 1, &[]);
+    assert_eq!(off_s.lru_lock_spin_s, 0.0, "the lock is off by default");
+}
+
 /// `consider_reclaim_throttle()`: 5.16-rc1 throttles NOPROGRESS below
 /// DEF_PRIORITY-2 for HZ/2; 5.16-rc8 only at priority 1 with nothing
 /// reclaimed, for one jiffy, and `skip_throttle_noprogress` skips it unless

@@ -91,13 +91,24 @@ impl Kernel {
         id
     }
 
-    /// `munmap`: frees resident pages and swap entries (`zap_pte_range`).
-    /// Pages that reclaim has isolated or that are under writeback are
-    /// orphaned and freed by whoever holds them.
+    /// `munmap`: frees resident pages and swap entries (`zap_pte_range`),
+    /// charging the unmapping's CPU to the current task. Pages that
+    /// reclaim has isolated or that are under writeback are orphaned and
+    /// freed by whoever holds them.
     pub fn munmap(&mut self, id: u32) {
+        let _ = self.munmap_batched(id, false);
+    }
+
+    /// [`Kernel::munmap`] whose caller, with `batched` and `lru_lock`
+    /// modelled, pays the pages it took off LRU lists through their
+    /// `release_pages` batches with [`release_lru_pages`]: returns them by
+    /// lruvec, their CPU not charged here. Otherwise returns nothing and
+    /// charges all of the unmapping's CPU.
+    pub fn munmap_batched(&mut self, id: u32, batched: bool) -> LruRelease {
+        let mut released = LruRelease::new();
         let m = &mut self.anon[id as usize];
         if !m.alive {
-            return;
+            return released;
         }
         if m.locked {
             self.munlock_vma_pages_all(id);
@@ -137,7 +148,15 @@ impl Kernel {
                 continue;
             }
             freed += 1;
-            self.orphan_or_free(e, true);
+            if let Some((nid, memcg)) = self.orphan_or_free(e, true) {
+                match released
+                    .iter_mut()
+                    .find(|r| (r.0, r.1) == (nid as u32, memcg as u32))
+                {
+                    Some(r) => r.2 += 1,
+                    None => released.push((nid as u32, memcg as u32, 1)),
+                }
+            }
         }
         // The pages left holes in their LRU lists (orphan_or_free): put
         // the lists' ends back on live pages, squeeze where needed.
@@ -148,14 +167,20 @@ impl Kernel {
                 }
             }
         }
-        self.charge_sys(freed * self.params.cost_unmap_ns);
+        if !batched || !self.lru_lock_modelled() {
+            released.clear();
+        }
+        let batched: u64 = released.iter().map(|r| u64::from(r.2)).sum();
+        self.charge_sys((freed - batched) * self.params.cost_unmap_ns);
         self.spare_anon_tables = Some((pte, young));
+        released
     }
 
     /// Frees an anon page whose last mapping went away, or orphans it if
     /// reclaim or I/O holds a reference. Its LRU list is left for
-    /// [`Kernel::munmap`] to settle.
-    fn orphan_or_free(&mut self, pfn: Pfn, mapped: bool) {
+    /// [`Kernel::munmap`] to settle. Returns the lruvec, `(nid, memcg)`,
+    /// whose list it was taken off, if it was on one.
+    fn orphan_or_free(&mut self, pfn: Pfn, mapped: bool) -> Option<(usize, usize)> {
         let nid = self.frames.nid(pfn);
         let p = *self.frames.get(pfn);
         if mapped {
@@ -163,13 +188,14 @@ impl Kernel {
         }
         if p.test(pg::ISOLATED | pg::WRITEBACK | pg::LOCKED) {
             self.frames.get_mut(pfn).owner = ORPHAN;
-            return;
+            return None;
         }
-        self.lru_del_unsettled(pfn, &p);
+        let lru = self.lru_del_unsettled(pfn, &p);
         if p.test(pg::SWAPCACHE) {
             self.delete_from_swap_cache(pfn);
         }
         self.free_page(pfn);
+        lru.map(|(nid, memcg, _)| (nid, memcg))
     }
 
     /// `folio_referenced` for an anon page: tests and clears its young bit.
@@ -340,6 +366,7 @@ impl Kernel {
             }
             batch_lru = Some(lruvec);
             batch.push(pfn);
+            self.lru_add_batch_note(pfn);
             j += 1;
         }
         self.flush_fault_batch(batch_lru, &mut batch);
@@ -358,6 +385,35 @@ impl Kernel {
             self.nodes[nid].lruvecs[memcg].lists[list].push_head_many(&mut self.frames, batch);
         }
         batch.clear();
+    }
+}
+
+/// Pages a munmap took off LRU lists: `(nid, memcg, pages)` per lruvec.
+pub type LruRelease = Vec<(u32, u32, u32)>;
+
+/// The `release_pages` batches of a munmap (5.15 mm/swap.c): the pages
+/// leave their lists under the lruvec's `lru_lock`, which the function
+/// drops and retakes every `SWAP_CLUSTER_MAX` pages so as not to keep
+/// interrupts off for long. Each batch waits its turn for the lock at the
+/// time it is reached, behind reclaimers holding it, and then pays its
+/// pages' unmapping CPU (`cost.unmap_page_ns`, the hold
+/// `lru_lock.release_page_ns` included). Simplification: the pages were
+/// freed when [`Kernel::munmap`] ran; only the time is spread out.
+pub async fn release_lru_pages(w: &World, released: LruRelease) {
+    const SWAP_CLUSTER_MAX: u32 = 32;
+    for (nid, memcg, pages) in released {
+        let mut left = pages;
+        while left > 0 {
+            let n = left.min(SWAP_CLUSTER_MAX);
+            left -= n;
+            let cost = {
+                let mut k = w.k();
+                let hold = u64::from(n) * k.params.lru_lock_release_page_ns;
+                let spin = k.lru_lock_held(nid as usize, memcg as usize, hold);
+                spin + u64::from(n) * k.params.cost_unmap_ns
+            };
+            crate::sched::run_on_cpu(w, 0, cost).await;
+        }
     }
 }
 
@@ -399,7 +455,7 @@ impl Kernel {
     /// puts it on the LRU its flags select.
     fn map_new_anon(&mut self, id: u32, index: u32, pfn: Pfn, flags: PageFlags) {
         self.install_anon_page(id, index, pfn, flags);
-        self.lru_add(pfn);
+        self.lru_cache_add(pfn);
     }
 
     /// Installs `pfn` at `index` of mapping `id` with `flags`, young;
@@ -452,7 +508,7 @@ impl Kernel {
         }
         let nid = self.frames.nid(pfn);
         self.nodes[nid].mod_state(NodeStat::NrSwapcache, 1);
-        self.lru_add(pfn);
+        self.lru_cache_add(pfn);
     }
 
     /// Swap readahead around a major fault (5.15 `swap_vma_readahead`,

@@ -259,7 +259,7 @@ impl Kernel {
         }
         self.files[f as usize].cache.set(index as usize, pfn);
         self.account_page(pfn, true, 1);
-        self.lru_add(pfn);
+        self.lru_cache_add(pfn);
     }
 
     /// `__remove_mapping` for a clean, unmapped page-cache page: replaces it

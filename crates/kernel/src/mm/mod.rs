@@ -70,6 +70,8 @@ pub struct Lruvec {
     pub refaults: [u64; 2],
     /// When `lru_lock` is next free, ns (see vmscan/lru_lock.rs).
     pub lru_lock_free_at: u64,
+    /// The task whose hold ends at `lru_lock_free_at`.
+    pub lru_lock_last: u32,
 }
 
 impl Lruvec {
