@@ -32,15 +32,36 @@
 //! that is the time the lock was held (plus the uncontended acquisition),
 //! which no function-level profile shows otherwise.
 //!
+//! - `anon` (not run by default: it needs swap): `anon_reclaim_cost`'s
+//!   set-up — one pinned thread in a 64 MiB memory cgroup writing one
+//!   non-zero word per page of a 256 MiB anonymous mapping
+//!   (`MADV_NOHUGEPAGE`), pass after pass, so every touch is a swap-in
+//!   fault whose charge reclaims another page to swap (limit reclaim). A
+//!   temporary swap file in `--dir` is made if no swap is on, and swapped
+//!   off and removed at the end, on error and on Ctrl-C. The `MAPPED`
+//!   table splits the inactive scan (isolation, `folio_referenced`'s rmap
+//!   walk, checks, put back) and the reclaim (`try_to_unmap`, the TLB
+//!   flush, `folio_alloc_swap`, `swap_writeout`, freeing from the swap
+//!   cache) and the swap-in fault; `mm_vmscan_write_folio` counts pages
+//!   written. `--one-cpu` puts the whole process (and perf) on the
+//!   thread's CPU: its mm is then live on one CPU and the flush needs no
+//!   IPI (x86's `arch_tlbbatch_should_defer`).
+//! - `mapped-file`: the same with a sparse file mapped shared and read
+//!   (clean mapped page cache; 6.18's ext4 reads ahead into large folios,
+//!   counted by `mm_filemap_delete_from_page_cache`).
+//!
 //! Needs root, `perf`, kernel symbols (`/proc/kallsyms` with addresses) and
-//! a memory cgroup (v1's `memory` hierarchy or v2's controller). The
-//! cgroup, the sparse file and perf's data files are removed at the end,
-//! on error and on Ctrl-C.
+//! a memory cgroup (v1's `memory` hierarchy or v2's controller); `anon`
+//! also `mkswap`/`swapon` and 1 GiB in `--dir`. The cgroup, the sparse
+//! files, the swap file and perf's data files are removed at the end, on
+//! error and on Ctrl-C.
 //!
 //! Run: `cargo run --release -p reclaimlab-host --example perf_page_costs --
-//!      [--workloads reclaim,mmap] [--reps N] [--secs S] [--freq HZ]
-//!      [--warm-s S] [--dir DIR] [--limit-mib M] [--file-mib M] [--mmap-mib M]`
-//! Results: docs/bench/cpu-costs.md, "Per-page kernel CPU by function (perf)".
+//!      [--workloads reclaim,mmap,anon,mapped-file] [--reps N] [--secs S]
+//!      [--freq HZ] [--warm-s S] [--dir DIR] [--limit-mib M] [--file-mib M]
+//!      [--mmap-mib M] [--map-mib M] [--map-limit-mib M] [--one-cpu]`
+//! Results: docs/bench/cpu-costs.md, "Per-page kernel CPU by function
+//! (perf)" and its subsection on mapped pages.
 
 use std::collections::HashMap;
 use std::fs::{self, File};
@@ -56,7 +77,7 @@ use reclaimlab_host::bench::{
     TempFile,
 };
 use reclaimlab_host::cpu_probe::ProbeCgroup;
-use reclaimlab_host::{runner, sys};
+use reclaimlab_host::{runner, swap, sys};
 
 const MIB: u64 = 1 << 20;
 const NAME: &str = "perf_page_costs";
@@ -69,6 +90,8 @@ const PAGE: u64 = 4096;
 enum Workload {
     Reclaim,
     Mmap,
+    Anon,
+    MappedFile,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -82,9 +105,12 @@ struct Args {
     limit_mib: u64,
     file_mib: u64,
     mmap_mib: u64,
+    map_mib: u64,
+    map_limit_mib: u64,
+    one_cpu: bool,
 }
 
-const USAGE: &str = "usage: perf_page_costs [--workloads reclaim,mmap] [--reps N] [--secs S] [--freq HZ] [--warm-s S] [--dir DIR] [--limit-mib M] [--file-mib M] [--mmap-mib M]";
+const USAGE: &str = "usage: perf_page_costs [--workloads reclaim,mmap,anon,mapped-file] [--reps N] [--secs S] [--freq HZ] [--warm-s S] [--dir DIR] [--limit-mib M] [--file-mib M] [--mmap-mib M] [--map-mib M] [--map-limit-mib M] [--one-cpu]";
 
 fn parse_args(args: &[String]) -> Result<Args, String> {
     let mut a = Args {
@@ -97,6 +123,9 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
         limit_mib: 256,
         file_mib: 512,
         mmap_mib: 128,
+        map_mib: 256,
+        map_limit_mib: 64,
+        one_cpu: false,
     };
     let mut it = args.iter();
     while let Some(flag) = it.next() {
@@ -123,8 +152,10 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
                     .map(|w| match w.trim() {
                         "reclaim" => Ok(Workload::Reclaim),
                         "mmap" => Ok(Workload::Mmap),
+                        "anon" => Ok(Workload::Anon),
+                        "mapped-file" => Ok(Workload::MappedFile),
                         other => Err(format!(
-                            "`--workloads {v}`: `{other}` is not a workload; accepted: reclaim, mmap (comma-separated)"
+                            "`--workloads {v}`: `{other}` is not a workload; accepted: reclaim, mmap, anon, mapped-file (comma-separated)"
                         )),
                     })
                     .collect::<Result<_, _>>()?;
@@ -137,6 +168,9 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
             "--limit-mib" => a.limit_mib = num(&value()?, "the cgroup limit in MiB")?,
             "--file-mib" => a.file_mib = num(&value()?, "the file size in MiB")?,
             "--mmap-mib" => a.mmap_mib = num(&value()?, "the mapping size in MiB")?,
+            "--map-mib" => a.map_mib = num(&value()?, "the mapping size in MiB")?,
+            "--map-limit-mib" => a.map_limit_mib = num(&value()?, "the cgroup limit in MiB")?,
+            "--one-cpu" => a.one_cpu = true,
             "-h" | "--help" => return Err(USAGE.to_string()),
             other => return Err(format!("unknown argument `{other}`; {USAGE}")),
         }
@@ -163,6 +197,12 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
     if !(1..=4096).contains(&a.mmap_mib) {
         return Err(format!("`--mmap-mib {}`: 1..=4096", a.mmap_mib));
     }
+    if a.map_limit_mib < 16 || a.map_mib < 2 * a.map_limit_mib || a.map_mib > 16 * 1024 {
+        return Err(format!(
+            "`--map-mib {}` / `--map-limit-mib {}`: the limit at least 16 and the mapping at least twice the limit (at most 16384), or the toucher rarely reclaims",
+            a.map_mib, a.map_limit_mib
+        ));
+    }
     if a.workloads.is_empty() {
         return Err(format!("`--workloads` is empty; {USAGE}"));
     }
@@ -171,9 +211,6 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
 
 // ---------------------------------------------------------------------------
 // Attribution (pure)
-
-/// A group: its name, and the functions that name it.
-type Group = (&'static str, &'static [&'static str]);
 
 /// Where a sample due under a spinlock taken with interrupts off lands.
 const UNLOCKS: &[&str] = &["_raw_spin_unlock_irq", "_raw_spin_unlock_irqrestore"];
@@ -241,7 +278,11 @@ const ZERO: &[&str] = &[
 struct Scheme {
     /// Unlock callers: a sample in `_raw_spin_unlock_irq*` called from one
     /// of these goes to the group (the time the lock was held).
-    held: &'static [Group],
+    held: &'static [(
+        &'static str,
+        &'static [&'static str],
+        &'static [&'static str],
+    )],
     /// The groups, by function; the innermost frame naming one decides.
     /// Each entry may require an ancestor (outer frame) among a list.
     groups: &'static [(
@@ -268,6 +309,7 @@ const RECLAIM: Scheme = Scheme {
                 "shrink_inactive_list",
                 "isolate_lru_folios",
             ],
+            &[],
         ),
         (
             "put back under lru_lock",
@@ -276,10 +318,12 @@ const RECLAIM: Scheme = Scheme {
                 "move_folios_to_lru",
                 "lru_note_cost",
             ],
+            &[],
         ),
         (
             "LRU add under lru_lock",
             &["folio_batch_move_lru", "__pagevec_lru_add"],
+            &[],
         ),
     ],
     groups: &[
@@ -387,10 +431,12 @@ const MMAP: Scheme = Scheme {
         (
             "LRU add under lru_lock",
             &["folio_batch_move_lru", "__pagevec_lru_add"],
+            &[],
         ),
         (
             "release under lru_lock",
             &["folios_put_refs", "release_pages", "__page_cache_release"],
+            &[],
         ),
     ],
     groups: &[
@@ -475,6 +521,285 @@ const MMAP: Scheme = Scheme {
     ],
 };
 
+/// Reclaim through a mapping: `anon` (swap) and `mapped-file` (clean
+/// mapped page cache). Function names are 6.18's (the host's
+/// `/proc/kallsyms`; mainline `mm/vmscan.c`, `mm/rmap.c`, `mm/page_io.c`,
+/// `mm/swap_state.c`, `mm/memory.c`). `pageout`, `writeout`,
+/// `folio_check_references` and `shrink_inactive_list` are inlined there.
+const MAPPED: Scheme = Scheme {
+    held: &[
+        // The write completion's rotation to the inactive tail
+        // (`folio_rotate_reclaimable` → `folio_batch_move_lru`), from the
+        // disk's interrupt while this thread runs.
+        (
+            "write completion: rotate under lru_lock",
+            &["folio_batch_move_lru"],
+            &["folio_end_writeback", "folio_rotate_reclaimable"],
+        ),
+        (
+            "active list: isolation + put back under lru_lock",
+            &["shrink_active_list"],
+            &[],
+        ),
+        (
+            "inactive: isolation (+ put back) under lru_lock",
+            &[
+                "shrink_lruvec",
+                "shrink_inactive_list",
+                "isolate_lru_folios",
+            ],
+            &[],
+        ),
+        (
+            "inactive: put back under lru_lock",
+            &[
+                "lru_note_cost_unlock_irq",
+                "move_folios_to_lru",
+                "lru_note_cost",
+            ],
+            &[],
+        ),
+        (
+            "LRU add under lru_lock",
+            &["folio_batch_move_lru", "__pagevec_lru_add"],
+            &[],
+        ),
+    ],
+    groups: &[
+        // perf's recording of the tracepoints: the measurement's own cost.
+        (
+            "perf's own event recording (tracepoints)",
+            &[
+                "perf_swevent_event",
+                "perf_tp_event",
+                "perf_trace_buf_alloc",
+                "perf_trace_mm_vmscan_write_folio",
+                "perf_trace_mm_vmscan_lru_shrink_inactive",
+                "perf_trace_mm_vmscan_lru_shrink_active",
+                "__perf_event_overflow",
+                "perf_event_output_forward",
+                "perf_trace_run_bpf_submit",
+            ],
+            &[],
+        ),
+        // Scan of the inactive list.
+        ("inactive: isolation, rest", &["isolate_lru_folios"], &[]),
+        (
+            "inactive: folio_referenced (rmap walk, young bits)",
+            &["folio_referenced"],
+            &["shrink_folio_list"],
+        ),
+        // Reclaim: unmap, swap slot, writeout, freeing.
+        (
+            "unmap: TLB flush (deferred batch, IPIs)",
+            &[
+                "try_to_unmap_flush",
+                "try_to_unmap_flush_dirty",
+                "arch_tlbbatch_flush",
+                "flush_tlb_multi",
+                "native_flush_tlb_multi",
+                "kvm_flush_tlb_multi",
+                "flush_tlb_mm_range",
+                "flush_tlb_func",
+                "native_flush_tlb_one_user",
+                "smp_call_function_many_cond",
+            ],
+            &["shrink_folio_list"],
+        ),
+        (
+            "unmap: try_to_unmap (rmap walk, pte → swap entry)",
+            &["try_to_unmap"],
+            &[],
+        ),
+        (
+            "swap slot + swap cache (folio_alloc_swap)",
+            &["folio_alloc_swap", "swap_cache_add_folio"],
+            &[],
+        ),
+        (
+            "writeout: submission (swap_writeout, bio)",
+            &["swap_writeout", "__swap_writepage", "swap_writepage"],
+            &[],
+        ),
+        (
+            "writeout: plug flush (request to the disk)",
+            &["blk_finish_plug", "__blk_flush_plug"],
+            &["shrink_lruvec", "shrink_node", "shrink_folio_list"],
+        ),
+        (
+            "freeing (remove mapping / swap cache, uncharge, free)",
+            &["__remove_mapping"],
+            &[],
+        ),
+        (
+            "freeing (remove mapping / swap cache, uncharge, free)",
+            FREE,
+            &["shrink_folio_list"],
+        ),
+        (
+            "inactive: checks (shrink_folio_list, rest)",
+            &["shrink_folio_list"],
+            &[],
+        ),
+        (
+            "inactive: put back, rest",
+            &[
+                "move_folios_to_lru",
+                "lru_note_cost_unlock_irq",
+                "lru_note_cost",
+            ],
+            &[],
+        ),
+        (
+            "active list: folio_referenced",
+            &["folio_referenced"],
+            &["shrink_active_list"],
+        ),
+        ("active list: rest", &["shrink_active_list"], &[]),
+        (
+            "write completion (end_swap_bio_write, end_writeback)",
+            &[
+                "end_swap_bio_write",
+                "__end_swap_bio_write",
+                "folio_end_writeback",
+            ],
+            &[],
+        ),
+        (
+            "reclaim, rest (shrink_node/lruvec, slab, counters)",
+            &[
+                "try_to_free_mem_cgroup_pages",
+                "do_try_to_free_pages",
+                "shrink_node",
+                "shrink_lruvec",
+            ],
+            &[],
+        ),
+        // The fault that brings a page back (anon) or in (file).
+        (
+            "swap-in: read submission",
+            &[
+                "swap_read_folio",
+                "swap_read_unplug",
+                "__swap_read_unplug",
+                "blk_finish_plug",
+            ],
+            &["do_swap_page"],
+        ),
+        (
+            "swap-in: memcg charge (not its reclaim)",
+            &["mem_cgroup_swapin_charge_folio"],
+            &[],
+        ),
+        ("page allocation", ALLOC, &[]),
+        (
+            "swap-in: readahead, swap cache (rest)",
+            &[
+                "swapin_readahead",
+                "swap_cluster_readahead",
+                "swap_vma_readahead",
+                "__read_swap_cache_async",
+                "read_swap_cache_async",
+            ],
+            &[],
+        ),
+        (
+            "swap-in: do_swap_page, rest (pte, rmap, swap free)",
+            &["do_swap_page"],
+            &[],
+        ),
+        ("memcg charge (not reclaim)", CHARGE, &[]),
+        ("LRU add, rest", LRU_ADD, &[]),
+        ("first-touch fault: zeroing", ZERO, &[]),
+        (
+            "file fault (filemap_fault, readahead, ext4)",
+            &["filemap_fault", "do_read_fault", "do_fault"],
+            &[],
+        ),
+        (
+            "fault, rest (entry, handle_mm_fault)",
+            &[
+                "handle_mm_fault",
+                "__handle_mm_fault",
+                "do_anonymous_page",
+                "do_user_addr_fault",
+                "exc_page_fault",
+                "asm_exc_page_fault",
+            ],
+            &[],
+        ),
+    ],
+    sums: &[
+        (
+            "= inactive scan: isolation + folio_referenced + checks + put back",
+            &[
+                "inactive: isolation (+ put back) under lru_lock",
+                "inactive: put back under lru_lock",
+                "inactive: isolation, rest",
+                "inactive: folio_referenced (rmap walk, young bits)",
+                "inactive: checks (shrink_folio_list, rest)",
+                "inactive: put back, rest",
+            ],
+        ),
+        (
+            "= inactive scan without folio_referenced",
+            &[
+                "inactive: isolation (+ put back) under lru_lock",
+                "inactive: put back under lru_lock",
+                "inactive: isolation, rest",
+                "inactive: checks (shrink_folio_list, rest)",
+                "inactive: put back, rest",
+            ],
+        ),
+        (
+            "= active list scan",
+            &[
+                "active list: isolation + put back under lru_lock",
+                "active list: folio_referenced",
+                "active list: rest",
+            ],
+        ),
+        (
+            "= unmap (try_to_unmap + TLB flush)",
+            &[
+                "unmap: TLB flush (deferred batch, IPIs)",
+                "unmap: try_to_unmap (rmap walk, pte → swap entry)",
+            ],
+        ),
+        (
+            "= swap-out: unmap + slot/cache + writeout",
+            &[
+                "unmap: TLB flush (deferred batch, IPIs)",
+                "unmap: try_to_unmap (rmap walk, pte → swap entry)",
+                "swap slot + swap cache (folio_alloc_swap)",
+                "writeout: submission (swap_writeout, bio)",
+                "writeout: plug flush (request to the disk)",
+            ],
+        ),
+        (
+            "= write completion (in its interrupt)",
+            &[
+                "write completion (end_swap_bio_write, end_writeback)",
+                "write completion: rotate under lru_lock",
+            ],
+        ),
+        (
+            "= swap-in fault (without the reclaim it triggers)",
+            &[
+                "swap-in: read submission",
+                "swap-in: memcg charge (not its reclaim)",
+                "page allocation",
+                "swap-in: readahead, swap cache (rest)",
+                "swap-in: do_swap_page, rest (pte, rmap, swap free)",
+                "memcg charge (not reclaim)",
+                "LRU add, rest",
+                "LRU add under lru_lock",
+                "fault, rest (entry, handle_mm_fault)",
+            ],
+        ),
+    ],
+};
+
 /// Samples per group (and the total) for one run.
 #[derive(Debug, Default, Clone)]
 struct Tally {
@@ -488,11 +813,33 @@ struct Tally {
     leaves: HashMap<String, u64>,
     /// Unlock leaf samples by caller, with its offset.
     unlock_callers: HashMap<String, u64>,
+    /// "group\tleaf" → samples: what each group's time is spent in.
+    group_leaves: HashMap<String, u64>,
+    /// TLB-flush samples by call chain up to `shrink_folio_list`.
+    flush_chains: HashMap<String, u64>,
     /// From the tracepoints: pages scanned (inactive + active), reclaimed.
     scanned: u64,
     reclaimed: u64,
     active_scanned: u64,
     batches: u64,
+    /// Inactive-list pages scanned in anon batches; pages activated and
+    /// kept (rotated: referenced once) by those scans; the active list's
+    /// referenced pages; pages written out (`mm_vmscan_write_folio`).
+    anon_scanned: u64,
+    activated: u64,
+    ref_keep: u64,
+    active_referenced: u64,
+    written: u64,
+    /// Page-cache folios removed and their pages
+    /// (`mm_filemap_delete_from_page_cache`).
+    folios_removed: u64,
+    pages_removed: u64,
+    /// Inactive-list pages found still under writeback.
+    writeback: u64,
+    /// The thread's page faults and major faults (`/proc/.../stat`,
+    /// read around `perf record`).
+    faults: u64,
+    major_faults: u64,
 }
 
 impl Tally {
@@ -505,7 +852,10 @@ impl Tally {
 fn group_of(scheme: &Scheme, frames: &[&str]) -> Option<&'static str> {
     if let (Some(leaf), Some(caller)) = (frames.first(), frames.get(1)) {
         if UNLOCKS.contains(leaf) {
-            if let Some(g) = scheme.held.iter().find(|g| g.1.contains(caller)) {
+            if let Some(g) = scheme.held.iter().find(|g| {
+                g.1.contains(caller)
+                    && (g.2.is_empty() || frames[2..].iter().any(|a| g.2.contains(a)))
+            }) {
                 return Some(g.0);
             }
         }
@@ -573,7 +923,23 @@ fn tally(scheme: &Scheme, text: &str) -> Tally {
                         let c = kernel().nth(1).map_or("?", |f| f.1);
                         *t.unlock_callers.entry(c.to_string()).or_default() += 1;
                     }
-                    match group_of(scheme, &k) {
+                    let g = group_of(scheme, &k);
+                    *t.group_leaves
+                        .entry(format!("{}\t{}", g.unwrap_or("kernel, rest"), k[0]))
+                        .or_default() += 1;
+                    if g.is_some_and(|g| g.starts_with("unmap: TLB flush")) {
+                        let chain: Vec<&str> = kernel()
+                            .map(|f| f.1)
+                            .take_while(|s| !s.starts_with("shrink_folio_list+"))
+                            .chain(
+                                kernel()
+                                    .map(|f| f.1)
+                                    .find(|s| s.starts_with("shrink_folio_list+")),
+                            )
+                            .collect();
+                        *t.flush_chains.entry(chain.join(" < ")).or_default() += 1;
+                    }
+                    match g {
                         Some(g) => *t.groups.entry(g.to_string()).or_default() += 1,
                         None => t.kernel_rest += 1,
                     }
@@ -590,13 +956,27 @@ fn tally(scheme: &Scheme, text: &str) -> Tally {
 fn count_tracepoints(t: &mut Tally, text: &str) {
     for h in text.lines() {
         if let Some((_, rest)) = h.split_once("vmscan:mm_vmscan_lru_shrink_inactive:") {
-            t.scanned += field(rest, "nr_scanned").unwrap_or(0);
+            let n = field(rest, "nr_scanned").unwrap_or(0);
+            t.scanned += n;
             t.reclaimed += field(rest, "nr_reclaimed").unwrap_or(0);
             t.batches += 1;
+            if rest.contains("RECLAIM_WB_ANON") {
+                t.anon_scanned += n;
+            }
+            t.activated += field(rest, "nr_activate_anon").unwrap_or(0)
+                + field(rest, "nr_activate_file").unwrap_or(0);
+            t.ref_keep += field(rest, "nr_ref_keep").unwrap_or(0);
+            t.writeback += field(rest, "nr_writeback").unwrap_or(0);
         } else if let Some((_, rest)) = h.split_once("vmscan:mm_vmscan_lru_shrink_active:") {
             let n = field(rest, "nr_taken").unwrap_or(0);
             t.scanned += n;
             t.active_scanned += n;
+            t.active_referenced += field(rest, "nr_referenced").unwrap_or(0);
+        } else if h.contains("vmscan:mm_vmscan_write_folio:") {
+            t.written += 1;
+        } else if let Some((_, rest)) = h.split_once("filemap:mm_filemap_delete_from_page_cache:") {
+            t.folios_removed += 1;
+            t.pages_removed += 1 << field(rest, "order").unwrap_or(0).min(20);
         }
     }
 }
@@ -655,7 +1035,11 @@ fn perf_record(
     cmd.args(["record", "-q", "-g", "-e"])
         .arg(format!("cpu-clock/period={period}/"));
     for e in events {
-        cmd.arg("-e").arg(format!("{e}/call-graph=no/"));
+        if e.contains('/') {
+            cmd.arg("-e").arg(e);
+        } else {
+            cmd.arg("-e").arg(format!("{e}/call-graph=no/"));
+        }
     }
     cmd.arg("-t")
         .arg(tid.to_string())
@@ -721,6 +1105,17 @@ fn perf_script(data: &Path, fields: &str) -> Result<String, String> {
 
 // ---------------------------------------------------------------------------
 // Runs
+
+/// The anon workload's temporary swap file, swapped off and removed on drop.
+struct SwapFile(PathBuf);
+
+impl Drop for SwapFile {
+    fn drop(&mut self) {
+        if let Err(e) = swap::remove_swap_file(&self.0) {
+            eprintln!("{NAME}: {e}");
+        }
+    }
+}
 
 /// One repetition's result.
 struct Run {
@@ -974,6 +1369,385 @@ fn run_mmap(args: &Args, rep: usize, stop: &AtomicBool) -> Result<Run, String> {
     })
 }
 
+/// A pinned thread touching one word per page of a mapping, pass after
+/// pass: anonymous private (written, non-zero, so every pass dirties the
+/// page again) or a file's shared mapping (read).
+struct Toucher {
+    stop: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<Result<(), String>>>,
+    tid: u32,
+}
+
+impl Toucher {
+    fn start(bytes: usize, file: Option<PathBuf>, cpu: usize) -> Result<Toucher, String> {
+        use std::os::unix::io::AsRawFd;
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, rx) = mpsc::channel();
+        let s = Arc::clone(&stop);
+        let handle = std::thread::spawn(move || {
+            pin(cpu);
+            let f = match &file {
+                Some(p) => {
+                    Some(File::open(p).map_err(|e| format!("cannot open {}: {e}", p.display()))?)
+                }
+                None => None,
+            };
+            let (prot, flags, fd) = match &f {
+                Some(f) => (libc::PROT_READ, libc::MAP_SHARED, f.as_raw_fd()),
+                None => (
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                ),
+            };
+            // SAFETY: a fresh mapping of `bytes`, touched within its bounds
+            // and unmapped below.
+            let m = unsafe { libc::mmap(std::ptr::null_mut(), bytes, prot, flags, fd, 0) };
+            if m == libc::MAP_FAILED {
+                return Err(format!(
+                    "mmap of {bytes} bytes failed: {}",
+                    std::io::Error::last_os_error()
+                ));
+            }
+            // SAFETY: advice on our own mapping. (Not MADV_RANDOM for the
+            // file: 6.18's `vma_has_recency` then makes folio_referenced
+            // skip the mapping. So the file's fault readahead makes large
+            // folios; the removal tracepoint counts them.)
+            unsafe { libc::madvise(m, bytes, libc::MADV_NOHUGEPAGE) };
+            let _ = tx.send(gettid());
+            let base = m as *mut u8;
+            let mut pass = 1u64;
+            let mut sum = 0u64;
+            'outer: loop {
+                for off in (0..bytes).step_by(PAGE as usize) {
+                    if off % (1 << 20) == 0 && s.load(Ordering::Relaxed) {
+                        break 'outer;
+                    }
+                    // SAFETY: off < bytes, within the mapping.
+                    unsafe {
+                        let w = base.add(off) as *mut u64;
+                        if f.is_some() {
+                            sum = sum.wrapping_add(std::ptr::read_volatile(w));
+                        } else {
+                            std::ptr::write_volatile(w, pass << 32 | off as u64 | 1);
+                        }
+                    }
+                }
+                pass += 1;
+            }
+            std::hint::black_box(sum);
+            // SAFETY: unmapping what we mapped.
+            unsafe { libc::munmap(m, bytes) };
+            Ok(())
+        });
+        let tid = rx
+            .recv_timeout(Duration::from_secs(10))
+            .map_err(|_| "the touching thread did not start".to_string())?;
+        Ok(Toucher {
+            stop,
+            handle: Some(handle),
+            tid,
+        })
+    }
+
+    fn finish(mut self) -> Result<(), String> {
+        self.stop.store(true, Ordering::Relaxed);
+        match self.handle.take().map(|h| h.join()) {
+            Some(Ok(r)) => r,
+            Some(Err(_)) => Err("the touching thread panicked".into()),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Toucher {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+/// The `anon` workload (`file` None) or `mapped-file` (a sparse file):
+/// the toucher in a memory cgroup of `--map-limit-mib`, perf over it with
+/// the reclaim tracepoints and the thread's faults.
+fn run_mapped(
+    args: &Args,
+    file: Option<&Path>,
+    rep: usize,
+    stop: &AtomicBool,
+) -> Result<Run, String> {
+    if let Some(f) = file {
+        drop_cache(f);
+    }
+    let cpu = *allowed_cpus().last().ok_or("no CPU allowed")?;
+    let cg = ProbeCgroup::create((args.map_limit_mib * MIB) as usize).ok_or_else(|| {
+        "cannot make a memory cgroup (needs root and v1's memory hierarchy at /sys/fs/cgroup/memory or v2's memory controller)".to_string()
+    })?;
+    let root_procs = cg
+        .dir
+        .parent()
+        .map(|p| p.join("cgroup.procs"))
+        .ok_or("the cgroup has no parent")?;
+    let t = Toucher::start(
+        (args.map_mib * MIB) as usize,
+        file.map(Path::to_path_buf),
+        cpu,
+    )?;
+    sleep_or_stop(stop, args.warm_s)?;
+    let tid = t.tid;
+    let what = if file.is_some() {
+        "mapped-file"
+    } else {
+        "anon"
+    };
+    let data = args.dir.join(format!(
+        ".reclaimlab-perf-{}-{what}-{rep}.data",
+        std::process::id()
+    ));
+    let mut cg = Some(cg);
+    let mut t = Some(t);
+    let mut finished = Ok(());
+    let f0 = thread_faults(tid);
+    let mut f1 = (0, 0);
+    let (tally, wall, other, steal, load) = record_and_tally(
+        args,
+        &MAPPED,
+        tid,
+        &[
+            "vmscan:mm_vmscan_lru_shrink_inactive",
+            "vmscan:mm_vmscan_lru_shrink_active",
+            "vmscan:mm_vmscan_write_folio",
+            "filemap:mm_filemap_delete_from_page_cache",
+        ],
+        &data,
+        Some(&root_procs),
+        stop,
+        || {
+            f1 = thread_faults(tid);
+            if let Some(t) = t.take() {
+                finished = t.finish();
+            }
+            if let Some(f) = file {
+                drop_cache(f);
+            }
+            drop(cg.take());
+        },
+    )?;
+    finished?;
+    let mut tally = tally;
+    tally.faults = f1.0.saturating_sub(f0.0);
+    tally.major_faults = f1.1.saturating_sub(f0.1);
+    Ok(Run {
+        pages: tally.scanned,
+        tally,
+        period_ns: 1e9 / args.freq as f64,
+        wall_s: wall,
+        other_cpus: other,
+        steal_cpus: steal,
+        loadavg: load,
+    })
+}
+
+/// A thread's (minor + major, major) faults so far, from its `stat`.
+fn thread_faults(tid: u32) -> (u64, u64) {
+    let stat = fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap_or_default();
+    let f = sys::stat_fields(&stat).unwrap_or_default();
+    // Fields 10 (minflt) and 12 (majflt), counted from 1 with the pid;
+    // stat_fields starts at field 3.
+    let n = |i: usize| {
+        f.get(i - 3)
+            .and_then(|x| x.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    (n(10) + n(12), n(12))
+}
+
+/// The anon / mapped-file table per event: each row's samples over the
+/// count of what it is paid per.
+fn report_per_event(runs: &[Run]) {
+    type Per = fn(&Tally) -> u64;
+    let inactive: Per = |t| t.scanned - t.active_scanned;
+    let active: Per = |t| t.active_scanned;
+    // Pages unmapped: written to swap (anon), or reclaimed (clean file
+    // pages are unmapped and freed in one pass).
+    let written: Per = |t| {
+        if t.written > 0 {
+            t.written
+        } else {
+            t.reclaimed
+        }
+    };
+    let reclaimed: Per = |t| t.reclaimed;
+    // Every page touched faults (its page was reclaimed since the last
+    // pass) and its charge reclaims one page: in steady state faults =
+    // pages reclaimed (a trial with perf counting every fault: 108,623
+    // faults, 108,617 pages reclaimed). The thread's own fault counters
+    // cover a wider window (perf's start-up), so the tracepoints' count
+    // is the denominator.
+    let faults: Per = |t| t.reclaimed;
+    // Pages scanned while mapped: those kept (referenced once), activated
+    // (referenced again) or unmapped and written; the rest were already
+    // unmapped (in the swap cache, written or under writeback).
+    let mapped: Per = |t| {
+        t.ref_keep
+            + t.activated
+            + if t.written > 0 {
+                t.written
+            } else {
+                t.reclaimed
+            }
+    };
+    let rows: &[(&str, Per, &str)] = &[
+        (
+            "= inactive scan: isolation + folio_referenced + checks + put back",
+            inactive,
+            "inactive page scanned",
+        ),
+        (
+            "inactive: folio_referenced (rmap walk, young bits)",
+            inactive,
+            "inactive page scanned",
+        ),
+        (
+            "inactive: folio_referenced (rmap walk, young bits)",
+            mapped,
+            "mapped page scanned",
+        ),
+        (
+            "= inactive scan without folio_referenced",
+            inactive,
+            "inactive page scanned",
+        ),
+        (
+            "inactive: isolation (+ put back) under lru_lock",
+            inactive,
+            "inactive page scanned",
+        ),
+        ("= active list scan", active, "active page scanned"),
+        (
+            "active list: folio_referenced",
+            active,
+            "active page scanned",
+        ),
+        (
+            "= unmap (try_to_unmap + TLB flush)",
+            written,
+            "page unmapped",
+        ),
+        (
+            "unmap: TLB flush (deferred batch, IPIs)",
+            written,
+            "page unmapped",
+        ),
+        (
+            "swap slot + swap cache (folio_alloc_swap)",
+            written,
+            "page unmapped",
+        ),
+        (
+            "writeout: submission (swap_writeout, bio)",
+            written,
+            "page unmapped",
+        ),
+        (
+            "writeout: plug flush (request to the disk)",
+            written,
+            "page unmapped",
+        ),
+        (
+            "= swap-out: unmap + slot/cache + writeout",
+            written,
+            "page unmapped",
+        ),
+        (
+            "= write completion (in its interrupt)",
+            written,
+            "page unmapped",
+        ),
+        (
+            "freeing (remove mapping / swap cache, uncharge, free)",
+            reclaimed,
+            "page reclaimed",
+        ),
+        (
+            "unmap: try_to_unmap (rmap walk, pte → swap entry)",
+            written,
+            "page unmapped",
+        ),
+        (
+            "= swap-in fault (without the reclaim it triggers)",
+            faults,
+            "fault (= page reclaimed)",
+        ),
+        (
+            "file fault (filemap_fault, readahead, ext4)",
+            faults,
+            "fault (= page reclaimed)",
+        ),
+        ("**kernel, all**", faults, "fault (= page reclaimed)"),
+    ];
+    println!("\ncounts per run (from the tracepoints; faults from the thread's stat over a wider window, perf's start-up included):");
+    for (i, r) in runs.iter().enumerate() {
+        let t = &r.tally;
+        println!(
+            "run {}: inactive scanned {} (anon {}), activated {}, kept (rotated) {}, under writeback {}, reclaimed {}, written {}, active scanned {} (referenced {}), page-cache folios removed {} ({:.2} pages each), faults {} (major {})",
+            i + 1,
+            t.scanned - t.active_scanned,
+            t.anon_scanned,
+            t.activated,
+            t.ref_keep,
+            t.writeback,
+            t.reclaimed,
+            t.written,
+            t.active_scanned,
+            t.active_referenced,
+            t.folios_removed,
+            t.pages_removed as f64 / t.folios_removed.max(1) as f64,
+            t.faults,
+            t.major_faults
+        );
+    }
+    println!(
+        "\n| kernel CPU, ns per event | per | {} | mean ± sd |",
+        (1..=runs.len())
+            .map(|i| format!("run {i}"))
+            .collect::<Vec<_>>()
+            .join(" | ")
+    );
+    println!("|---|---|{}---|", "---|".repeat(runs.len()));
+    for &(name, per, unit) in rows {
+        let samples = |t: &Tally| -> u64 {
+            if name == "**kernel, all**" {
+                return t.kernel();
+            }
+            MAPPED
+                .sums
+                .iter()
+                .find(|s| s.0 == name)
+                .map(|s| {
+                    s.1.iter()
+                        .map(|p| t.groups.get(*p).copied().unwrap_or(0))
+                        .sum()
+                })
+                .unwrap_or_else(|| t.groups.get(name).copied().unwrap_or(0))
+        };
+        let v: Vec<f64> = runs
+            .iter()
+            .map(|r| samples(&r.tally) as f64 * r.period_ns / per(&r.tally).max(1) as f64)
+            .collect();
+        let (m, sd) = mean_sd(&v);
+        println!(
+            "| {name} | {unit} | {} | {m:.1} ± {sd:.1} |",
+            v.iter()
+                .map(|x| format!("{x:.1}"))
+                .collect::<Vec<_>>()
+                .join(" | ")
+        );
+    }
+}
+
 // ---------------------------------------------------------------------------
 // Report
 
@@ -1070,6 +1844,47 @@ fn report(title: &str, scheme: &Scheme, per: &str, runs: &[Run]) {
             .collect::<Vec<_>>()
             .join(", ")
     };
+    let mut gl: HashMap<String, u64> = HashMap::new();
+    let mut chains: HashMap<String, u64> = HashMap::new();
+    for r in runs {
+        for (k, v) in &r.tally.group_leaves {
+            *gl.entry(k.clone()).or_default() += v;
+        }
+        for (k, v) in &r.tally.flush_chains {
+            *chains.entry(k.clone()).or_default() += v;
+        }
+    }
+    println!("\nwhere each group's samples are (leaf symbol, % of the group's samples, top 4):");
+    for n in names.iter().copied().chain(["kernel, rest"]) {
+        let mut v: Vec<(&str, u64)> = gl
+            .iter()
+            .filter_map(|(k, c)| {
+                let (g, leaf) = k.split_once('\t')?;
+                (g == n).then_some((leaf, *c))
+            })
+            .collect();
+        let sum: u64 = v.iter().map(|x| x.1).sum();
+        if sum == 0 {
+            continue;
+        }
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        println!(
+            "- {n}: {}",
+            v.iter()
+                .take(4)
+                .map(|(l, c)| format!("{l} {:.0} %", 100.0 * *c as f64 / sum as f64))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if !chains.is_empty() {
+        let mut v: Vec<_> = chains.into_iter().collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        println!("\nTLB flush samples by call chain (top 4):");
+        for (c, n) in v.iter().take(4) {
+            println!("- {n}: {c}");
+        }
+    }
     println!(
         "\nflat profile (leaf symbol, % of kernel samples): {}",
         top(&leaves, 14)
@@ -1134,12 +1949,16 @@ fn preflight(args: &Args) -> Result<(), String> {
     if hidden {
         return Err("/proc/kallsyms shows no addresses, so perf cannot name kernel functions; set `sysctl kernel.kptr_restrict=0` for the run and restore it after".into());
     }
-    if args.workloads.contains(&Workload::Reclaim) {
+    if args
+        .workloads
+        .iter()
+        .any(|w| matches!(w, Workload::Reclaim | Workload::Anon | Workload::MappedFile))
+    {
         let v1 = Path::new("/sys/fs/cgroup/memory/memory.limit_in_bytes").exists();
         let v2 = fs::read_to_string("/sys/fs/cgroup/cgroup.controllers")
             .is_ok_and(|s| s.contains("memory"));
         if !v1 && !v2 {
-            return Err("no memory cgroup controller (neither v1's /sys/fs/cgroup/memory nor v2's memory controller); the reclaim workload needs one (run `--workloads mmap` without it)".into());
+            return Err("no memory cgroup controller (neither v1's /sys/fs/cgroup/memory nor v2's memory controller); the reclaim, anon and mapped-file workloads need one (run `--workloads mmap` without it)".into());
         }
         if !args.dir.is_dir() {
             return Err(format!(
@@ -1150,7 +1969,9 @@ fn preflight(args: &Args) -> Result<(), String> {
         let fstype = sys::mount_of(&sys::mounts(), &args.dir)
             .map(|m| m.fstype.clone())
             .unwrap_or_default();
-        if ["tmpfs", "ramfs", "devtmpfs"].contains(&fstype.as_str()) {
+        if ["tmpfs", "ramfs", "devtmpfs"].contains(&fstype.as_str())
+            && args.workloads.iter().any(|w| *w != Workload::Mmap)
+        {
             return Err(format!(
                 "--dir {} is on {fstype}, whose pages are not clean page cache; pass --dir on a disk filesystem such as /var/tmp",
                 args.dir.display()
@@ -1162,6 +1983,12 @@ fn preflight(args: &Args) -> Result<(), String> {
 
 fn main_root(args: &Args) -> Result<(), String> {
     let stop = runner::install_signal_flag().map_err(|e| e.to_string())?;
+    if args.one_cpu {
+        // Every thread of this process (and perf, which inherits it) on
+        // the measured thread's CPU: the process's mm is then live on one
+        // CPU only, and a TLB flush needs no IPI.
+        pin(*allowed_cpus().last().ok_or("no CPU allowed")?);
+    }
     let pid = std::process::id();
     println!(
         "kernel {}, {} CPUs; perf cpu-clock at {} Hz ({:.0} ns a sample) for {} s after {} s warm-up, {} repetitions; {}",
@@ -1210,6 +2037,59 @@ fn main_root(args: &Args) -> Result<(), String> {
                     &runs,
                 );
             }
+            Workload::Anon => {
+                // A temporary swap file unless swap is on (as
+                // `anon_reclaim_cost`), swapped off and removed on drop:
+                // at the end, on error and on Ctrl-C (the signal flag
+                // makes the runs return "interrupted").
+                let _swap = if swap::active().is_empty() {
+                    let path = args.dir.join(format!(".reclaimlab-perf-{pid}.swap"));
+                    eprintln!(
+                        "{NAME}: no swap on; a temporary swap file {} (removed at the end)",
+                        path.display()
+                    );
+                    swap::create_swap_file(&path, (args.map_mib * 4).max(1024) * MIB)
+                        .map_err(|e| e.to_string())?;
+                    Some(SwapFile(path))
+                } else {
+                    None
+                };
+                for rep in 0..args.reps {
+                    runs.push(run_mapped(args, None, rep, &stop)?);
+                }
+                report(
+                    &format!(
+                        "Anonymous reclaim to swap: {} MiB anonymous written one word a page, pass after pass, in a {} MiB memory cgroup",
+                        args.map_mib, args.map_limit_mib
+                    ),
+                    &MAPPED,
+                    "scanned",
+                    &runs,
+                );
+                report_per_event(&runs);
+            }
+            Workload::MappedFile => {
+                let path = args.dir.join(format!(".reclaimlab-perf-{pid}-mapped.dat"));
+                let f = File::create(&path)
+                    .map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+                let _file = TempFile(path.clone());
+                f.set_len(args.map_mib * MIB)
+                    .map_err(|e| format!("cannot size {}: {e}", path.display()))?;
+                drop(f);
+                for rep in 0..args.reps {
+                    runs.push(run_mapped(args, Some(&path), rep, &stop)?);
+                }
+                report(
+                    &format!(
+                        "Mapped clean file pages: a sparse {} MiB file mapped shared, read one word a page, pass after pass, in a {} MiB memory cgroup",
+                        args.map_mib, args.map_limit_mib
+                    ),
+                    &MAPPED,
+                    "scanned",
+                    &runs,
+                );
+                report_per_event(&runs);
+            }
             Workload::Mmap => {
                 for rep in 0..args.reps {
                     runs.push(run_mmap(args, rep, &stop)?);
@@ -1252,6 +2132,14 @@ mod tests {
         assert!(parse_args(&s(&["--file-mib", "300"]))
             .unwrap_err()
             .contains("twice"));
+        let a = parse_args(&s(&["--workloads", "anon,mapped-file", "--one-cpu"])).unwrap();
+        assert_eq!(
+            (a.workloads, a.one_cpu, a.map_mib, a.map_limit_mib),
+            (vec![Workload::Anon, Workload::MappedFile], true, 256, 64)
+        );
+        assert!(parse_args(&s(&["--map-mib", "100"]))
+            .unwrap_err()
+            .contains("twice the limit"));
         assert!(parse_args(&s(&["--secs"]))
             .unwrap_err()
             .contains("needs a value"));
@@ -1348,8 +2236,114 @@ reader 100 cpu-clock:
     }
 
     #[test]
+    fn mapped_reclaim_groups_and_counts() {
+        let g = |f: &[&str]| group_of(&MAPPED, f);
+        // The rmap walk is the scan's under folio_referenced, the unmap's
+        // under try_to_unmap.
+        assert_eq!(
+            g(&[
+                "page_vma_mapped_walk",
+                "folio_referenced_one",
+                "rmap_walk_anon",
+                "folio_referenced",
+                "shrink_folio_list"
+            ]),
+            Some("inactive: folio_referenced (rmap walk, young bits)")
+        );
+        assert_eq!(
+            g(&[
+                "page_vma_mapped_walk",
+                "folio_referenced_one",
+                "rmap_walk_anon",
+                "folio_referenced",
+                "shrink_active_list"
+            ]),
+            Some("active list: folio_referenced")
+        );
+        assert_eq!(
+            g(&[
+                "page_vma_mapped_walk",
+                "try_to_unmap_one",
+                "rmap_walk_anon",
+                "try_to_unmap",
+                "shrink_folio_list"
+            ]),
+            Some("unmap: try_to_unmap (rmap walk, pte → swap entry)")
+        );
+        // The TLB flush, deferred or not, inside reclaim.
+        assert_eq!(
+            g(&[
+                "smp_call_function_many_cond",
+                "on_each_cpu_cond_mask",
+                "arch_tlbbatch_flush",
+                "try_to_unmap_flush_dirty",
+                "shrink_folio_list"
+            ]),
+            Some("unmap: TLB flush (deferred batch, IPIs)")
+        );
+        assert_eq!(
+            g(&[
+                "flush_tlb_mm_range",
+                "try_to_unmap_one",
+                "rmap_walk_anon",
+                "try_to_unmap",
+                "shrink_folio_list"
+            ]),
+            Some("unmap: TLB flush (deferred batch, IPIs)")
+        );
+        // The same unlock: the write completion's rotation, or an LRU add.
+        assert_eq!(
+            g(&[
+                "_raw_spin_unlock_irqrestore",
+                "folio_batch_move_lru",
+                "folio_rotate_reclaimable",
+                "folio_end_writeback"
+            ]),
+            Some("write completion: rotate under lru_lock")
+        );
+        assert_eq!(
+            g(&[
+                "_raw_spin_unlock_irqrestore",
+                "folio_batch_move_lru",
+                "lru_add_drain_cpu"
+            ]),
+            Some("LRU add under lru_lock")
+        );
+        // Reclaim inside the swap-in's charge is reclaim.
+        assert_eq!(
+            g(&[
+                "__remove_mapping",
+                "shrink_folio_list",
+                "shrink_lruvec",
+                "try_charge_memcg",
+                "mem_cgroup_swapin_charge_folio",
+                "do_swap_page"
+            ]),
+            Some("freeing (remove mapping / swap cache, uncharge, free)")
+        );
+        let mut t = Tally::default();
+        count_tracepoints(
+            &mut t,
+            "t 1 [001] 1.0: 1 vmscan:mm_vmscan_lru_shrink_inactive: nid=0 nr_scanned=32 nr_reclaimed=10 nr_dirty=0 nr_writeback=2 nr_congested=0 nr_immediate=0 nr_activate_anon=1 nr_activate_file=0 nr_ref_keep=11 nr_unmap_fail=0 priority=12 flags=RECLAIM_WB_ANON|RECLAIM_WB_ASYNC\n\
+             t 1 [001] 1.0: 1 vmscan:mm_vmscan_write_folio: page=0x1 pfn=0x2 flags=RECLAIM_WB_ANON|RECLAIM_WB_ASYNC\n",
+        );
+        assert_eq!(
+            (
+                t.scanned,
+                t.anon_scanned,
+                t.reclaimed,
+                t.activated,
+                t.ref_keep,
+                t.writeback,
+                t.written
+            ),
+            (32, 32, 10, 1, 11, 2, 1)
+        );
+    }
+
+    #[test]
     fn sums_name_existing_groups() {
-        for scheme in [&RECLAIM, &MMAP] {
+        for scheme in [&RECLAIM, &MMAP, &MAPPED] {
             for (sum, parts) in scheme.sums {
                 for p in *parts {
                     assert!(
