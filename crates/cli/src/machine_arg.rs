@@ -261,8 +261,10 @@ mod tests {
         }
         assert_eq!(
             reclaimlab_host::cpu_probe::SWAP_CYCLE_BASE_NS,
-            (d.cost_fault_ns + 3 * d.cost_scan_ns + d.cost_reclaim_ns + 2 * d.cost_io_submit_ns)
-                as f64
+            (d.cost_fault_ns
+                + 3 * (d.cost_scan_ns + d.cost_rmap_ns)
+                + d.cost_reclaim_anon_ns
+                + 2 * d.cost_io_submit_ns) as f64
         );
     }
 

@@ -125,6 +125,9 @@ pub struct Kernel {
     /// Per-list buffers `move_folios_to_lru` sorts a batch into, kept
     /// between calls so that putting a batch back allocates nothing.
     pub lru_scratch: [Vec<crate::mm::page::Pfn>; crate::mm::page::NR_LRU_LISTS],
+    /// Reverse-map walks (`folio_referenced` of a mapped page) since the
+    /// reclaimer last took the count, for `cost.rmap_page_ns`.
+    pub rmap_walks: u64,
     /// Pfn vectors given back by reclaim batches and fault runs, for the
     /// next (`Kernel::pfn_vec`).
     pub spare_pfn_vecs: Vec<Vec<crate::mm::page::Pfn>>,
@@ -218,6 +221,7 @@ impl Kernel {
             anon: Vec::new(),
             spare_anon_tables: None,
             lru_scratch: Default::default(),
+            rmap_walks: 0,
             spare_pfn_vecs: Vec::new(),
             memcgs: vec![crate::mm::memcontrol::MemCgroup::root()],
             files: Vec::new(),

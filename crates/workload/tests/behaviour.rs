@@ -698,6 +698,42 @@ fn sparse_file_reads_need_no_device_io() {
     );
 }
 
+/// `folio_referenced` walks the reverse map only for a mapped page (5.15
+/// `page_referenced`: `if (!page_mapped(page)) return 0` before
+/// `rmap_walk`), so `cost.rmap_page_ns` is paid for the anonymous pages
+/// reclaim scans and not for an unmapped reader's page cache; and the
+/// freeing of a page-cache page and of an anonymous one cost their own
+/// parameters.
+#[test]
+fn reverse_map_walks_cost_only_for_mapped_pages() {
+    let reader = "name='holes'\nduration_s=2\n[[worker]]\nkind='file-reader'\nfiles=1\nfile_mib=256\nblock_kib=1024\nsparse=true\n";
+    let hog = "name='hog'\nduration_s=2\n[[worker]]\nkind='anon-hog'\ncount=1\nsize_mib=160\n";
+    let m = machine(TINY);
+    let run = |spec: &str, set: &[(&str, &str)]| {
+        let (c, s) = sim(&m, "v5.16", spec, 1, set);
+        let scanned = c.delta("pgscan_kswapd") + c.delta("pgscan_direct");
+        assert!(scanned > 10_000, "reclaim must scan: {scanned}");
+        (s.system_s, scanned)
+    };
+    let dear = [("cost.rmap_page_ns", "50000")];
+    // The unmapped reader: the same run, byte for byte, whatever a walk costs.
+    assert_eq!(run(reader, &[]), run(reader, &dear));
+    // The hog's pages are mapped: every scan of one walks the rmap.
+    let (cheap_s, cheap_n) = run(hog, &[]);
+    let (dear_s, dear_n) = run(hog, &dear);
+    assert!(
+        dear_s / dear_n as f64 > cheap_s / cheap_n as f64 + 10e-6,
+        "a 50 us walk per mapped page scanned should show in system time per page: {} against {}",
+        dear_s / dear_n as f64,
+        cheap_s / cheap_n as f64
+    );
+    // Freeing: the reader's reclaim is paid at cost.reclaim_page_ns, the
+    // hog's at cost.reclaim_anon_page_ns.
+    let dear_anon = [("cost.reclaim_anon_page_ns", "50000")];
+    assert_eq!(run(reader, &[]), run(reader, &dear_anon));
+    assert_ne!(run(hog, &[]), run(hog, &dear_anon));
+}
+
 /// mq-deadline (`__dd_dispatch_request`, block/mq-deadline.c 5.15) serves a
 /// read before writes queued ahead of it, and blk-wbt (`wbt_wait`,
 /// `get_limit`, block/blk-wbt.c) keeps writeback from filling the device,

@@ -210,6 +210,8 @@ impl Kernel {
         if !m.alive || (i >= m.pte.len() || m.pte.get(i) != pfn) {
             return None;
         }
+        self.rmap_walks += 1;
+        let m = &mut self.anon[self.frames.get(pfn).owner as usize];
         let (w, b) = (i / 64, i % 64);
         let young = m.young[w] & (1 << b) != 0;
         m.young[w] &= !(1 << b);

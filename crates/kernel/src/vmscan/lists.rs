@@ -81,6 +81,14 @@ struct ReclaimStat {
     zone_congested: u64,
 }
 
+/// Pages a batch freed, by kind: their freeing costs differ
+/// (`cost.reclaim_page_ns`, `cost.reclaim_anon_page_ns`).
+#[derive(Clone, Copy, Debug, Default)]
+struct Freed {
+    file: u64,
+    anon: u64,
+}
+
 /// A write `pageout` queued: device, kind, device position, page.
 type PendingWrite = (usize, ReqKind, u64, Pfn);
 
@@ -94,23 +102,39 @@ struct BatchIo {
 
 impl BatchIo {
     /// CPU of `shrink_folio_list`'s decisions beyond the scan: each page
-    /// freed, each write submitted, and for each anonymous page sent to
-    /// swap the unmap and swap-cache work of `try_to_unmap` and
-    /// `add_to_swap` (measured on the real kernel apart from a clean file
-    /// page's reclaim, which costs under 0.5 µs: docs/bench/cpu-costs.md).
-    fn decision_cost(&self, p: &crate::params::Params, nr_reclaimed: u64) -> u64 {
+    /// freed (a page-cache or an anonymous one), each reverse-map walk of
+    /// a mapped page's references, each write submitted, and for each
+    /// anonymous page sent to swap the unmap and swap-cache work of
+    /// `try_to_unmap` and `add_to_swap` (all measured on the reference
+    /// host: docs/bench/cpu-costs.md, `perf_page_costs`,
+    /// `anon_reclaim_cost`).
+    fn decision_cost(&self, p: &crate::params::Params, freed: Freed, rmap_walks: u64) -> u64 {
         let swapouts = self
             .writes
             .iter()
             .filter(|w| w.1 == ReqKind::SwapOut)
             .count() as u64;
-        nr_reclaimed * p.cost_reclaim_ns
+        freed.file * p.cost_reclaim_ns
+            + freed.anon * p.cost_reclaim_anon_ns
+            + rmap_walks * p.cost_rmap_ns
             + self.writes.len() as u64 * p.cost_io_submit_ns
             + swapouts * p.cost_swapout_ns
     }
 }
 
 impl Kernel {
+    /// The pages of `pages` (a batch's freed ones) by kind.
+    fn freed(&self, pages: &[Pfn]) -> Freed {
+        let file = pages
+            .iter()
+            .filter(|&&pfn| self.frames.get(pfn).test(pg::FILE))
+            .count() as u64;
+        Freed {
+            file,
+            anon: pages.len() as u64 - file,
+        }
+    }
+
     /// `isolate_lru_folios`: takes up to `nr_to_scan` pages from the tail of
     /// `lru`, holding `lru_lock` meanwhile. Returns the pages and the ns the
     /// current task spins on the lock first (0 with the model off).
@@ -598,9 +622,10 @@ pub(super) async fn shrink_inactive_list(
             .shrink_folio_list(&mut pages, &mut survivors, nid, sc, &mut stat, &mut io);
     // The batch's CPU cost is paid while the pages are still isolated.
     let cost = {
-        let k = w.k();
+        let mut k = w.k();
+        let walks = std::mem::take(&mut k.rmap_walks);
         let p = &k.params;
-        spin + nr_taken * p.cost_scan_ns + io.decision_cost(p, nr_reclaimed)
+        spin + nr_taken * p.cost_scan_ns + io.decision_cost(p, k.freed(&pages), walks)
     };
     run_on_cpu(w, 0, cost).await;
     // pageout() submits its bio from inside shrink_page_list, so a
@@ -620,7 +645,11 @@ pub(super) async fn shrink_inactive_list(
         let (r, a) =
             w.k()
                 .shrink_folio_list(&mut again, &mut survivors, nid, sc, &mut stat, &mut io);
-        let cost = io.decision_cost(&w.k().params, r);
+        let cost = {
+            let mut k = w.k();
+            let walks = std::mem::take(&mut k.rmap_walks);
+            io.decision_cost(&k.params, k.freed(&again), walks)
+        };
         run_on_cpu(w, 0, cost).await;
         if !io.writes.is_empty() {
             submit_pageouts(w, std::mem::take(&mut io.writes)).await;
@@ -841,6 +870,11 @@ pub(super) async fn shrink_active_list(
             p.set(pg::WORKINGSET);
         }
     }
+    // The reverse-map walks of the mapped pages among them, paid with
+    // the task's next CPU work.
+    let walks = std::mem::take(&mut k.rmap_walks);
+    let c = walks * k.params.cost_rmap_ns;
+    k.charge_sys(c);
     k.move_folios_to_lru(nid, memcg, &pages);
     k.recycle_pfn_vec(pages);
     k.count(Ev::Pgdeactivate, n);
