@@ -177,7 +177,10 @@ fn sim_on_a_guest_machine_scales_the_cpu_costs() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
-    assert!(err.contains("every cost.* parameter x20"), "{err}");
+    assert!(
+        err.contains("every cost.* and lru_lock.* parameter x20"),
+        "{err}"
+    );
     let v: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out_dir.join("v5.15/run.json")).unwrap())
             .unwrap();
@@ -185,9 +188,10 @@ fn sim_on_a_guest_machine_scales_the_cpu_costs() {
         v["machine"]["name"],
         "guest:1G,cpus=1,disk=4,swap=1G,memory=512M,cpu-slowdown=20"
     );
-    // x20 of the defaults (1900, 150); --set still wins.
+    // x20 of the defaults (1900, 300, and lru_lock.add_page_ns 55); --set still wins.
     assert_eq!(v["params"]["cost.fault_ns"], "38000");
-    assert_eq!(v["params"]["cost.scan_page_ns"], "3000");
+    assert_eq!(v["params"]["cost.scan_page_ns"], "6000");
+    assert_eq!(v["params"]["lru_lock.add_page_ns"], "1100");
     assert_eq!(v["params"]["cost.wakeup_ns"], "1000");
     let _ = std::fs::remove_dir_all(&out_dir);
 }

@@ -812,19 +812,22 @@ fn vmstat_event_counters_carry_on_across_steps() {
 /// `pause`, `period` and `think` in ms (`x * 1000 / HZ`), not jiffies.
 #[test]
 fn balance_dirty_pages_deducts_think_time_and_traces_ms() {
-    let (c, _) = sim(
-        &machine(TINY),
-        "v5.16",
-        DIRTY_MIX,
-        1,
-        &[("kernel.hz", "100")],
-    );
-    let lines = c.events("balance_dirty_pages");
-    assert!(
-        lines.len() > 100,
-        "only {} balance_dirty_pages lines",
-        lines.len()
-    );
+    // A dirtier that comes back after thinking while its period is still
+    // running is rare here (a few lines in 7,000 per seed), so three
+    // seeds' lines are checked together.
+    let mut lines = Vec::new();
+    for seed in 1..=3 {
+        let (c, _) = sim(
+            &machine(TINY),
+            "v5.16",
+            DIRTY_MIX,
+            seed,
+            &[("kernel.hz", "100")],
+        );
+        let n = c.events("balance_dirty_pages");
+        assert!(n.len() > 100, "only {} balance_dirty_pages lines", n.len());
+        lines.extend(n);
+    }
     let signed = |f: &str, name: &str| -> i64 {
         f.split_whitespace()
             .find_map(|kv| kv.strip_prefix(name)?.strip_prefix('=')?.parse().ok())

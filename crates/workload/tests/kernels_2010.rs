@@ -62,12 +62,16 @@ fn removing_the_do_try_to_free_pages_nap_multiplies_direct_reclaim() {
         off.delta("allocstall_normal"),
     );
     let (scan_on, scan_off) = (on.delta("pgscan_direct"), off.delta("pgscan_direct"));
+    // How many more stalls depends on reclaim's CPU per page against the
+    // 100 ms nap (docs/kernels-2010.md): x1.9 with the costs measured in
+    // 2026, x4.5 with the earlier estimates, x14 in Johannes' run; the
+    // direct scanning grows by an order of magnitude in all three.
     assert!(
-        stall_off > 3 * stall_on,
+        2 * stall_off > 3 * stall_on,
         "allocstall {stall_on} -> {stall_off}"
     );
     assert!(
-        scan_off > 3 * scan_on,
+        scan_off > 10 * scan_on,
         "pgscan_direct {scan_on} -> {scan_off}"
     );
     let (peak_on, peak_off) = (longest_direct_reclaim(&on), longest_direct_reclaim(&off));
