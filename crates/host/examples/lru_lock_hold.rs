@@ -132,7 +132,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use reclaimlab_host::bench::cli::{need_root, run_main, Flags};
+use reclaimlab_host::bench::cli::{need_disk_dir, need_root, run_main, Flags};
 use reclaimlab_host::bench::{
     allowed_cpus, clk_tck, drop_cache, parse_proc_stat_cpu, sleep_or_stop, thread_times, Readers,
     TempFile,
@@ -1157,22 +1157,7 @@ fn main() {
 /// Refuses early, naming what is missing and how to get it.
 fn preflight(args: &Args) -> Result<(), String> {
     need_root("tracefs, a memory cgroup")?;
-    if !args.dir.is_dir() {
-        return Err(format!(
-            "--dir {} is not a directory; pass --dir with a directory on a disk filesystem (not tmpfs)",
-            args.dir.display()
-        ));
-    }
-    let fstype = sys::mount_of(&sys::mounts(), &args.dir)
-        .map(|m| m.fstype.clone())
-        .unwrap_or_default();
-    if ["tmpfs", "ramfs", "devtmpfs"].contains(&fstype.as_str()) {
-        return Err(format!(
-            "--dir {} is on {fstype}, whose pages are not clean page cache (shmem is swap-backed); pass --dir on a disk filesystem such as /var/tmp",
-            args.dir.display()
-        ));
-    }
-    Ok(())
+    need_disk_dir(&args.dir)
 }
 
 fn main_root(args: &Args) -> Result<(), String> {
@@ -1243,16 +1228,19 @@ fn main_root(args: &Args) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use reclaimlab_host::bench::cli::{assert_refused, strings as s};
+    use reclaimlab_host::bench::cli::{assert_refused, parsed};
 
     #[test]
-    fn arguments_and_their_errors() {
-        let a = parse_args(&[]).unwrap();
+    fn runs_options_and_their_errors() {
+        let a = parsed(parse_args, &[]);
         assert_eq!(
             (a.limit_mib, a.file_mib, a.runs.clone()),
             (256, 512, vec![(1, false), (2, false), (2, true)])
         );
-        let a = parse_args(&s(&["--runs", "2,2s", "--secs", "3", "--large-folios"])).unwrap();
+        let a = parsed(
+            parse_args,
+            &["--runs", "2,2s", "--secs", "3", "--large-folios"],
+        );
         assert_eq!(
             (a.runs.clone(), a.secs, a.large_folios),
             (vec![(2, false), (2, true)], 3.0, true)

@@ -1039,16 +1039,19 @@ fn main_root(args: &Args) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use reclaimlab_host::bench::cli::{assert_refused, strings as s};
+    use reclaimlab_host::bench::cli::{assert_refused, parsed};
 
     #[test]
-    fn arguments_and_their_errors() {
-        let a = parse_args(&[]).unwrap();
+    fn filesystem_options_and_their_errors() {
+        let a = parsed(parse_args, &[]);
         assert_eq!(
             (a.file_mib, a.blocks, a.ext4, a.xfs),
             (1024, 512, true, true)
         );
-        let a = parse_args(&s(&["--fs", "xfs", "--blocks", "8", "--file-mib", "16"])).unwrap();
+        let a = parsed(
+            parse_args,
+            &["--fs", "xfs", "--blocks", "8", "--file-mib", "16"],
+        );
         assert_eq!((a.ext4, a.xfs, a.blocks, a.file_mib), (false, true, 8, 16));
         assert_refused(parse_args, &["--blocks", "x"], "whole number");
         assert_refused(parse_args, &["--blocks", "2000"], "1024 MiB");

@@ -79,7 +79,7 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use reclaimlab_host::bench::cli::{need_root, run_main, Flags};
+use reclaimlab_host::bench::cli::{need_disk_dir, need_root, run_main, Flags};
 use reclaimlab_host::bench::{allowed_cpus, pin};
 use reclaimlab_host::{runner, sys};
 
@@ -312,23 +312,7 @@ fn preflight(args: &Args) -> Result<(), String> {
         if !v1 && !v2 {
             return Err("no memory cgroup controller (neither v1's /sys/fs/cgroup/memory nor v2's memory controller); the reclaim, anon and mapped-file workloads need one (run `--workloads mmap` without it)".into());
         }
-        if !args.dir.is_dir() {
-            return Err(format!(
-                "--dir {} is not a directory; pass --dir with a directory on a disk filesystem",
-                args.dir.display()
-            ));
-        }
-        let fstype = sys::mount_of(&sys::mounts(), &args.dir)
-            .map(|m| m.fstype.clone())
-            .unwrap_or_default();
-        if ["tmpfs", "ramfs", "devtmpfs"].contains(&fstype.as_str())
-            && args.workloads.iter().any(|w| *w != Workload::Mmap)
-        {
-            return Err(format!(
-                "--dir {} is on {fstype}, whose pages are not clean page cache; pass --dir on a disk filesystem such as /var/tmp",
-                args.dir.display()
-            ));
-        }
+        need_disk_dir(&args.dir)?;
     }
     Ok(())
 }
@@ -382,13 +366,13 @@ fn main_root(args: &Args) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use reclaimlab_host::bench::cli::{assert_refused, strings as s};
+    use reclaimlab_host::bench::cli::{assert_refused, parsed};
 
     #[test]
-    fn arguments_and_their_errors() {
-        let a = parse_args(&[]).unwrap();
+    fn workloads_options_and_their_errors() {
+        let a = parsed(parse_args, &[]);
         assert_eq!((a.reps, a.freq, a.workloads.len()), (3, 20_000, 2));
-        let a = parse_args(&s(&["--workloads", "mmap", "--reps", "1"])).unwrap();
+        let a = parsed(parse_args, &["--workloads", "mmap", "--reps", "1"]);
         assert_eq!((a.workloads, a.reps), (vec![Workload::Mmap], 1));
         assert_refused(
             parse_args,
@@ -397,7 +381,10 @@ mod tests {
         );
         assert_refused(parse_args, &["--freq", "200000"], "10 µs");
         assert_refused(parse_args, &["--file-mib", "300"], "twice");
-        let a = parse_args(&s(&["--workloads", "anon,mapped-file", "--one-cpu"])).unwrap();
+        let a = parsed(
+            parse_args,
+            &["--workloads", "anon,mapped-file", "--one-cpu"],
+        );
         assert_eq!(
             (a.workloads, a.one_cpu, a.map_mib, a.map_limit_mib),
             (vec![Workload::Anon, Workload::MappedFile], true, 256, 64)
@@ -409,7 +396,7 @@ mod tests {
     #[test]
     fn workload_names_round_trip() {
         for w in Workload::ALL {
-            let a = parse_args(&s(&["--workloads", w.name()])).unwrap();
+            let a = parsed(parse_args, &["--workloads", w.name()]);
             assert_eq!(a.workloads, vec![w]);
         }
     }

@@ -55,6 +55,32 @@ const RELEASE: &[&str] = &[
     "tlb_flush_mmu",
     "tlb_finish_mmu",
 ];
+/// Unlock callers of the inactive list's isolation (and, inlined on the
+/// host's 6.18, its put-back): `shrink_inactive_list` is inlined into
+/// `shrink_lruvec` there.
+const ISOLATE_UNLOCK: &[&str] = &[
+    "shrink_lruvec",
+    "shrink_inactive_list",
+    "isolate_lru_folios",
+];
+/// The inactive list's put-back (`move_folios_to_lru`, and the unlock
+/// `lru_note_cost_unlock_irq` inlined or not).
+const PUT_BACK: &[&str] = &[
+    "lru_note_cost_unlock_irq",
+    "move_folios_to_lru",
+    "lru_note_cost",
+];
+/// Unlock callers of an LRU addition's batch.
+const LRU_ADD_UNLOCK: &[&str] = &["folio_batch_move_lru", "__pagevec_lru_add"];
+/// A page fault's entry and generic handling.
+const FAULT: &[&str] = &[
+    "handle_mm_fault",
+    "__handle_mm_fault",
+    "do_anonymous_page",
+    "do_user_addr_fault",
+    "exc_page_fault",
+    "asm_exc_page_fault",
+];
 const ZERO: &[&str] = &[
     "clear_page_erms",
     "clear_page_rep",
@@ -93,29 +119,9 @@ pub const RECLAIM: Scheme = Scheme {
         // 6.18, and so is the put-back's unlock (`lru_note_cost_unlock_irq`
         // inlined): both holds end in a `_raw_spin_unlock_irq` called from
         // shrink_lruvec, told apart only by the return offset (printed).
-        (
-            "isolation (+ put back) under lru_lock",
-            &[
-                "shrink_lruvec",
-                "shrink_inactive_list",
-                "isolate_lru_folios",
-            ],
-            &[],
-        ),
-        (
-            "put back under lru_lock",
-            &[
-                "lru_note_cost_unlock_irq",
-                "move_folios_to_lru",
-                "lru_note_cost",
-            ],
-            &[],
-        ),
-        (
-            "LRU add under lru_lock",
-            &["folio_batch_move_lru", "__pagevec_lru_add"],
-            &[],
-        ),
+        ("isolation (+ put back) under lru_lock", ISOLATE_UNLOCK, &[]),
+        ("put back under lru_lock", PUT_BACK, &[]),
+        ("LRU add under lru_lock", LRU_ADD_UNLOCK, &[]),
     ],
     groups: &[
         ("isolation, rest", &["isolate_lru_folios"], &[]),
@@ -134,15 +140,7 @@ pub const RECLAIM: Scheme = Scheme {
             &["shrink_folio_list"],
             &[],
         ),
-        (
-            "put back, rest",
-            &[
-                "move_folios_to_lru",
-                "lru_note_cost_unlock_irq",
-                "lru_note_cost",
-            ],
-            &[],
-        ),
+        ("put back, rest", PUT_BACK, &[]),
         ("LRU add, rest", LRU_ADD, &[]),
         (
             "reclaim, rest (shrink_node/lruvec, slab, counters)",
@@ -219,11 +217,7 @@ pub const RECLAIM: Scheme = Scheme {
 
 pub const MMAP: Scheme = Scheme {
     held: &[
-        (
-            "LRU add under lru_lock",
-            &["folio_batch_move_lru", "__pagevec_lru_add"],
-            &[],
-        ),
+        ("LRU add under lru_lock", LRU_ADD_UNLOCK, &[]),
         (
             "release under lru_lock",
             &["folios_put_refs", "release_pages", "__page_cache_release"],
@@ -244,18 +238,7 @@ pub const MMAP: Scheme = Scheme {
         ("LRU add, rest", LRU_ADD, &[]),
         ("fault: allocation", ALLOC, &["handle_mm_fault"]),
         ("fault: memcg charge", CHARGE, &["handle_mm_fault"]),
-        (
-            "fault: rest (handle_mm_fault, entry)",
-            &[
-                "handle_mm_fault",
-                "__handle_mm_fault",
-                "do_anonymous_page",
-                "do_user_addr_fault",
-                "exc_page_fault",
-                "asm_exc_page_fault",
-            ],
-            &[],
-        ),
+        ("fault: rest (handle_mm_fault, entry)", FAULT, &[]),
         ("munmap: uncharge and free", FREE, &[]),
         ("munmap: release, rest", RELEASE, &[]),
         (
@@ -334,27 +317,11 @@ pub const MAPPED: Scheme = Scheme {
         ),
         (
             "inactive: isolation (+ put back) under lru_lock",
-            &[
-                "shrink_lruvec",
-                "shrink_inactive_list",
-                "isolate_lru_folios",
-            ],
+            ISOLATE_UNLOCK,
             &[],
         ),
-        (
-            "inactive: put back under lru_lock",
-            &[
-                "lru_note_cost_unlock_irq",
-                "move_folios_to_lru",
-                "lru_note_cost",
-            ],
-            &[],
-        ),
-        (
-            "LRU add under lru_lock",
-            &["folio_batch_move_lru", "__pagevec_lru_add"],
-            &[],
-        ),
+        ("inactive: put back under lru_lock", PUT_BACK, &[]),
+        ("LRU add under lru_lock", LRU_ADD_UNLOCK, &[]),
     ],
     groups: &[
         // perf's recording of the tracepoints: the measurement's own cost.
@@ -432,15 +399,7 @@ pub const MAPPED: Scheme = Scheme {
             &["shrink_folio_list"],
             &[],
         ),
-        (
-            "inactive: put back, rest",
-            &[
-                "move_folios_to_lru",
-                "lru_note_cost_unlock_irq",
-                "lru_note_cost",
-            ],
-            &[],
-        ),
+        ("inactive: put back, rest", PUT_BACK, &[]),
         (
             "active list: folio_referenced",
             &["folio_referenced"],
@@ -507,18 +466,7 @@ pub const MAPPED: Scheme = Scheme {
             &["filemap_fault", "do_read_fault", "do_fault"],
             &[],
         ),
-        (
-            "fault, rest (entry, handle_mm_fault)",
-            &[
-                "handle_mm_fault",
-                "__handle_mm_fault",
-                "do_anonymous_page",
-                "do_user_addr_fault",
-                "exc_page_fault",
-                "asm_exc_page_fault",
-            ],
-            &[],
-        ),
+        ("fault, rest (entry, handle_mm_fault)", FAULT, &[]),
     ],
     sums: &[
         (

@@ -239,135 +239,87 @@ reader 100 cpu-clock:
         assert_eq!(g("page-cache insert"), 1);
         assert_eq!((t.kernel_rest, t.user, t.kernel()), (1, 1, 5));
         assert_eq!(t.unlock_callers.get("shrink_lruvec+0x76f"), Some(&1));
-        // An unlock called from elsewhere is not a hold of lru_lock.
-        assert_eq!(
-            group_of(
+    }
+
+    /// Each sample's group from its kernel frames, innermost first.
+    #[test]
+    fn call_chains_go_to_their_group() {
+        let cases: &[(&Scheme, &str, &str)] = &[
+            // An unlock called from elsewhere is not a hold of lru_lock.
+            (
                 &RECLAIM,
-                &[
-                    "_raw_spin_unlock_irq",
-                    "__remove_mapping",
-                    "shrink_folio_list"
-                ]
+                "freeing (remove mapping, uncharge, free)",
+                "_raw_spin_unlock_irq < __remove_mapping < shrink_folio_list",
             ),
-            Some("freeing (remove mapping, uncharge, free)")
-        );
-        assert_eq!(
-            group_of(
+            (
                 &MMAP,
-                &[
-                    "_raw_spin_unlock_irqrestore",
-                    "folios_put_refs",
-                    "tlb_flush_mmu"
-                ]
+                "release under lru_lock",
+                "_raw_spin_unlock_irqrestore < folios_put_refs < tlb_flush_mmu",
             ),
-            Some("release under lru_lock")
-        );
-        assert_eq!(
-            group_of(
+            (
                 &MMAP,
-                &["clear_page_erms", "folio_zero_user", "handle_mm_fault"]
+                "fault: zeroing",
+                "clear_page_erms < folio_zero_user < handle_mm_fault",
             ),
-            Some("fault: zeroing")
-        );
-        assert_eq!(
-            group_of(
+            (
                 &MMAP,
-                &[
-                    "get_page_from_freelist",
-                    "alloc_pages_mpol",
-                    "handle_mm_fault"
-                ]
+                "fault: allocation",
+                "get_page_from_freelist < alloc_pages_mpol < handle_mm_fault",
             ),
-            Some("fault: allocation")
-        );
+            // The rmap walk is the scan's under folio_referenced, the
+            // unmap's under try_to_unmap.
+            (
+                &MAPPED,
+                "inactive: folio_referenced (rmap walk, young bits)",
+                "page_vma_mapped_walk < folio_referenced_one < rmap_walk_anon < folio_referenced < shrink_folio_list",
+            ),
+            (
+                &MAPPED,
+                "active list: folio_referenced",
+                "page_vma_mapped_walk < folio_referenced_one < rmap_walk_anon < folio_referenced < shrink_active_list",
+            ),
+            (
+                &MAPPED,
+                "unmap: try_to_unmap (rmap walk, pte → swap entry)",
+                "page_vma_mapped_walk < try_to_unmap_one < rmap_walk_anon < try_to_unmap < shrink_folio_list",
+            ),
+            // The TLB flush, deferred or not, inside reclaim.
+            (
+                &MAPPED,
+                "unmap: TLB flush (deferred batch, IPIs)",
+                "smp_call_function_many_cond < on_each_cpu_cond_mask < arch_tlbbatch_flush < try_to_unmap_flush_dirty < shrink_folio_list",
+            ),
+            (
+                &MAPPED,
+                "unmap: TLB flush (deferred batch, IPIs)",
+                "flush_tlb_mm_range < try_to_unmap_one < rmap_walk_anon < try_to_unmap < shrink_folio_list",
+            ),
+            // The same unlock: the write completion's rotation, or an LRU add.
+            (
+                &MAPPED,
+                "write completion: rotate under lru_lock",
+                "_raw_spin_unlock_irqrestore < folio_batch_move_lru < folio_rotate_reclaimable < folio_end_writeback",
+            ),
+            (
+                &MAPPED,
+                "LRU add under lru_lock",
+                "_raw_spin_unlock_irqrestore < folio_batch_move_lru < lru_add_drain_cpu",
+            ),
+            // Reclaim inside the swap-in's charge is reclaim.
+            (
+                &MAPPED,
+                "freeing (remove mapping / swap cache, uncharge, free)",
+                "__remove_mapping < shrink_folio_list < shrink_lruvec < try_charge_memcg < mem_cgroup_swapin_charge_folio < do_swap_page",
+            ),
+        ];
+        for &(scheme, group, chain) in cases {
+            let frames: Vec<&str> = chain.split(" < ").collect();
+            assert_eq!(group_of(scheme, &frames), Some(group), "{chain}");
+        }
     }
 
     #[test]
-    fn mapped_reclaim_groups_and_counts() {
-        let g = |f: &[&str]| group_of(&MAPPED, f);
-        // The rmap walk is the scan's under folio_referenced, the unmap's
-        // under try_to_unmap.
-        assert_eq!(
-            g(&[
-                "page_vma_mapped_walk",
-                "folio_referenced_one",
-                "rmap_walk_anon",
-                "folio_referenced",
-                "shrink_folio_list"
-            ]),
-            Some("inactive: folio_referenced (rmap walk, young bits)")
-        );
-        assert_eq!(
-            g(&[
-                "page_vma_mapped_walk",
-                "folio_referenced_one",
-                "rmap_walk_anon",
-                "folio_referenced",
-                "shrink_active_list"
-            ]),
-            Some("active list: folio_referenced")
-        );
-        assert_eq!(
-            g(&[
-                "page_vma_mapped_walk",
-                "try_to_unmap_one",
-                "rmap_walk_anon",
-                "try_to_unmap",
-                "shrink_folio_list"
-            ]),
-            Some("unmap: try_to_unmap (rmap walk, pte → swap entry)")
-        );
-        // The TLB flush, deferred or not, inside reclaim.
-        assert_eq!(
-            g(&[
-                "smp_call_function_many_cond",
-                "on_each_cpu_cond_mask",
-                "arch_tlbbatch_flush",
-                "try_to_unmap_flush_dirty",
-                "shrink_folio_list"
-            ]),
-            Some("unmap: TLB flush (deferred batch, IPIs)")
-        );
-        assert_eq!(
-            g(&[
-                "flush_tlb_mm_range",
-                "try_to_unmap_one",
-                "rmap_walk_anon",
-                "try_to_unmap",
-                "shrink_folio_list"
-            ]),
-            Some("unmap: TLB flush (deferred batch, IPIs)")
-        );
-        // The same unlock: the write completion's rotation, or an LRU add.
-        assert_eq!(
-            g(&[
-                "_raw_spin_unlock_irqrestore",
-                "folio_batch_move_lru",
-                "folio_rotate_reclaimable",
-                "folio_end_writeback"
-            ]),
-            Some("write completion: rotate under lru_lock")
-        );
-        assert_eq!(
-            g(&[
-                "_raw_spin_unlock_irqrestore",
-                "folio_batch_move_lru",
-                "lru_add_drain_cpu"
-            ]),
-            Some("LRU add under lru_lock")
-        );
-        // Reclaim inside the swap-in's charge is reclaim.
-        assert_eq!(
-            g(&[
-                "__remove_mapping",
-                "shrink_folio_list",
-                "shrink_lruvec",
-                "try_charge_memcg",
-                "mem_cgroup_swapin_charge_folio",
-                "do_swap_page"
-            ]),
-            Some("freeing (remove mapping / swap cache, uncharge, free)")
-        );
+    fn mapped_reclaim_counts() {
         let mut t = Tally::default();
         count_tracepoints(
             &mut t,

@@ -2,6 +2,9 @@
 //! that name them, `main`'s exit codes, and helpers for the argument tests.
 
 use std::fmt::Debug;
+use std::path::Path;
+
+use crate::sys;
 
 /// Walks a command line (without the program name) flag by flag; the
 /// values' errors name the flag, the value and the usage.
@@ -93,16 +96,44 @@ pub fn run_main<A>(
 
 /// The refusal when not root; `what` names what needs it.
 pub fn need_root(what: &str) -> Result<(), String> {
-    if crate::sys::is_root() {
+    if sys::is_root() {
         Ok(())
     } else {
         Err(format!("needs root ({what}); run it with sudo"))
     }
 }
 
+/// The refusal of a `--dir` that is no directory or is on a memory
+/// filesystem, whose pages are not clean page cache.
+pub fn need_disk_dir(dir: &Path) -> Result<(), String> {
+    if !dir.is_dir() {
+        return Err(format!(
+            "--dir {} is not a directory; pass --dir with a directory on a disk filesystem (not tmpfs)",
+            dir.display()
+        ));
+    }
+    let fstype = sys::mount_of(&sys::mounts(), dir)
+        .map(|m| m.fstype.clone())
+        .unwrap_or_default();
+    if ["tmpfs", "ramfs", "devtmpfs"].contains(&fstype.as_str()) {
+        return Err(format!(
+            "--dir {} is on {fstype}, whose pages are not clean page cache (shmem is swap-backed); pass --dir on a disk filesystem such as /var/tmp",
+            dir.display()
+        ));
+    }
+    Ok(())
+}
+
 /// `v` as owned strings (a command line for the tests).
 pub fn strings(v: &[&str]) -> Vec<String> {
     v.iter().map(|x| x.to_string()).collect()
+}
+
+/// For the argument tests: what `parse` makes of `argv` (panics, naming
+/// the error, if it refuses).
+#[track_caller]
+pub fn parsed<A>(parse: impl Fn(&[String]) -> Result<A, String>, argv: &[&str]) -> A {
+    parse(&strings(argv)).unwrap_or_else(|e| panic!("{argv:?} refused: {e}"))
 }
 
 /// For the argument tests: asserts that `parse` refuses `argv` with an
@@ -136,6 +167,15 @@ mod tests {
             }
         }
         Ok((n, s))
+    }
+
+    #[test]
+    fn a_missing_dir_is_refused() {
+        let e = need_disk_dir(Path::new("/nonexistent/reclaimlab")).unwrap_err();
+        assert!(
+            e.contains("/nonexistent/reclaimlab is not a directory"),
+            "{e}"
+        );
     }
 
     #[test]
