@@ -127,11 +127,12 @@
 //! Results: docs/bench/cpu-costs.md, "lru_lock hold time per page".
 
 use std::collections::HashMap;
-use std::fs::{self, File};
+use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use reclaimlab_host::bench::cli::{need_disk_dir, need_root, run_main, Flags};
 use reclaimlab_host::bench::{
     allowed_cpus, clk_tck, drop_cache, parse_proc_stat_cpu, sleep_or_stop, thread_times, Readers,
     TempFile,
@@ -179,34 +180,17 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
         buffer_kb: 65536,
         keep_trace: None,
     };
-    let mut it = args.iter();
-    while let Some(flag) = it.next() {
-        let mut value = || {
-            it.next()
-                .cloned()
-                .ok_or_else(|| format!("`{flag}` needs a value; {USAGE}"))
-        };
-        let num = |v: &str, what: &str| {
-            v.parse::<u64>()
-                .map_err(|_| format!("`{flag} {v}`: {what} must be a whole number; {USAGE}"))
-        };
-        let secs = |v: &str| match v.parse::<f64>() {
-            Ok(s) if s.is_finite() && s > 0.0 && s <= 600.0 => Ok(s),
-            _ => Err(format!(
-                "`{flag} {v}`: seconds must be a number in (0, 600]; {USAGE}"
-            )),
-        };
-        match flag.as_str() {
-            "--dir" => a.dir = PathBuf::from(value()?),
-            "--limit-mib" => a.limit_mib = num(&value()?, "the cgroup limit in MiB")?,
-            "--file-mib" => a.file_mib = num(&value()?, "each reader's file size in MiB")?,
-            "--secs" => a.secs = secs(&value()?)?,
-            "--warm-s" => a.warm_s = secs(&value()?)?,
-            "--buffer-kb" => {
-                a.buffer_kb = num(&value()?, "the trace buffer per CPU in KiB")? as u32
-            }
+    let mut f = Flags::new(args, USAGE);
+    while let Some(flag) = f.next_flag() {
+        match flag {
+            "--dir" => a.dir = PathBuf::from(f.value()?),
+            "--limit-mib" => a.limit_mib = f.num("the cgroup limit in MiB")?,
+            "--file-mib" => a.file_mib = f.num("each reader's file size in MiB")?,
+            "--secs" => a.secs = f.secs()?,
+            "--warm-s" => a.warm_s = f.secs()?,
+            "--buffer-kb" => a.buffer_kb = f.num("the trace buffer per CPU in KiB")? as u32,
             "--runs" => {
-                let v = value()?;
+                let v = f.value()?;
                 a.runs = v
                     .split(',')
                     .map(|r| match r.trim() {
@@ -220,9 +204,8 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
                     .collect::<Result<_, _>>()?;
             }
             "--large-folios" => a.large_folios = true,
-            "--keep-trace" => a.keep_trace = Some(PathBuf::from(value()?)),
-            "-h" | "--help" => return Err(USAGE.to_string()),
-            other => return Err(format!("unknown argument `{other}`; {USAGE}")),
+            "--keep-trace" => a.keep_trace = Some(PathBuf::from(f.value()?)),
+            _ => return Err(f.unknown()),
         }
     }
     if a.limit_mib < 16 || a.limit_mib > 64 * 1024 {
@@ -1168,39 +1151,13 @@ fn summary_table(keys: &[Key]) {
 // ---------------------------------------------------------------------------
 
 fn main() {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    let args = match parse_args(&argv) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("{NAME}: {e}");
-            std::process::exit(2);
-        }
-    };
-    if !sys::is_root() {
-        eprintln!("{NAME}: needs root (tracefs, a memory cgroup); run it with sudo");
-        std::process::exit(2);
-    }
-    if !args.dir.is_dir() {
-        eprintln!(
-            "{NAME}: --dir {} is not a directory; pass --dir with a directory on a disk filesystem (not tmpfs)",
-            args.dir.display()
-        );
-        std::process::exit(2);
-    }
-    let fstype = sys::mount_of(&sys::mounts(), &args.dir)
-        .map(|m| m.fstype.clone())
-        .unwrap_or_default();
-    if ["tmpfs", "ramfs", "devtmpfs"].contains(&fstype.as_str()) {
-        eprintln!(
-            "{NAME}: --dir {} is on {fstype}, whose pages are not clean page cache (shmem is swap-backed); pass --dir on a disk filesystem such as /var/tmp",
-            args.dir.display()
-        );
-        std::process::exit(2);
-    }
-    if let Err(e) = main_root(&args) {
-        eprintln!("{NAME}: {e}");
-        std::process::exit(if e == "interrupted" { 130 } else { 1 });
-    }
+    run_main(NAME, parse_args, preflight, main_root);
+}
+
+/// Refuses early, naming what is missing and how to get it.
+fn preflight(args: &Args) -> Result<(), String> {
+    need_root("tracefs, a memory cgroup")?;
+    need_disk_dir(&args.dir)
 }
 
 fn main_root(args: &Args) -> Result<(), String> {
@@ -1232,10 +1189,7 @@ fn main_root(args: &Args) -> Result<(), String> {
     );
     let mut files = Vec::new();
     for p in &paths {
-        let f = File::create(p).map_err(|e| format!("cannot create {}: {e}", p.display()))?;
-        files.push(TempFile(p.clone()));
-        f.set_len(args.file_mib * MIB)
-            .map_err(|e| format!("cannot size {}: {e}", p.display()))?;
+        files.push(TempFile::sparse(p, args.file_mib * MIB)?);
     }
     let tsc = tsc_per_ns();
     println!(
@@ -1274,38 +1228,28 @@ fn main_root(args: &Args) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn s(v: &[&str]) -> Vec<String> {
-        v.iter().map(|x| x.to_string()).collect()
-    }
+    use reclaimlab_host::bench::cli::{assert_refused, parsed};
 
     #[test]
-    fn arguments_and_their_errors() {
-        let a = parse_args(&[]).unwrap();
+    fn runs_options_and_their_errors() {
+        let a = parsed(parse_args, &[]);
         assert_eq!(
             (a.limit_mib, a.file_mib, a.runs.clone()),
             (256, 512, vec![(1, false), (2, false), (2, true)])
         );
-        let a = parse_args(&s(&["--runs", "2,2s", "--secs", "3", "--large-folios"])).unwrap();
+        let a = parsed(
+            parse_args,
+            &["--runs", "2,2s", "--secs", "3", "--large-folios"],
+        );
         assert_eq!(
             (a.runs.clone(), a.secs, a.large_folios),
             (vec![(2, false), (2, true)], 3.0, true)
         );
-        assert!(parse_args(&s(&["--runs", "3"]))
-            .unwrap_err()
-            .contains("is not a run"));
-        assert!(parse_args(&s(&["--secs", "0"]))
-            .unwrap_err()
-            .contains("(0, 600]"));
-        assert!(parse_args(&s(&["--file-mib", "100"]))
-            .unwrap_err()
-            .contains("at least the limit"));
-        assert!(parse_args(&s(&["--limit-mib"]))
-            .unwrap_err()
-            .contains("needs a value"));
-        assert!(parse_args(&s(&["--bogus"]))
-            .unwrap_err()
-            .contains("unknown argument"));
+        assert_refused(parse_args, &["--runs", "3"], "is not a run");
+        assert_refused(parse_args, &["--secs", "0"], "(0, 600]");
+        assert_refused(parse_args, &["--file-mib", "100"], "at least the limit");
+        assert_refused(parse_args, &["--limit-mib"], "needs a value");
+        assert_refused(parse_args, &["--bogus"], "unknown argument");
     }
 
     #[test]

@@ -62,6 +62,7 @@ use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use reclaimlab_host::bench::cli::{need_root, run_main, Flags};
 use reclaimlab_host::{disks, runner, sys, tracefs};
 
 const MIB: u64 = 1 << 20;
@@ -96,22 +97,13 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
         seed: 1,
         rounds: 3,
     };
-    let mut it = args.iter();
-    while let Some(flag) = it.next() {
-        let mut value = || {
-            it.next()
-                .cloned()
-                .ok_or_else(|| format!("`{flag}` needs a value; {USAGE}"))
-        };
-        let num = |v: String, what: &str| {
-            v.parse::<u64>()
-                .map_err(|_| format!("`{flag} {v}`: {what} must be a whole number; {USAGE}"))
-        };
-        match flag.as_str() {
-            "--dir" => a.dir = PathBuf::from(value()?),
-            "--image-dir" => a.image_dir = PathBuf::from(value()?),
+    let mut f = Flags::new(args, USAGE);
+    while let Some(flag) = f.next_flag() {
+        match flag {
+            "--dir" => a.dir = PathBuf::from(f.value()?),
+            "--image-dir" => a.image_dir = PathBuf::from(f.value()?),
             "--fs" => {
-                let v = value()?;
+                let v = f.value()?;
                 (a.ext4, a.xfs) = match v.as_str() {
                     "both" => (true, true),
                     "ext4" => (true, false),
@@ -119,12 +111,11 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
                     _ => return Err(format!("`--fs {v}`: accepted are both, ext4, xfs")),
                 }
             }
-            "--file-mib" => a.file_mib = num(value()?, "the file size in MiB")?,
-            "--blocks" => a.blocks = num(value()?, "the number of 1 MiB blocks")? as usize,
-            "--seed" => a.seed = num(value()?, "the seed")?,
-            "--rounds" => a.rounds = num(value()?, "the number of rounds")? as usize,
-            "-h" | "--help" => return Err(USAGE.to_string()),
-            other => return Err(format!("unknown argument `{other}`; {USAGE}")),
+            "--file-mib" => a.file_mib = f.num("the file size in MiB")?,
+            "--blocks" => a.blocks = f.num("the number of 1 MiB blocks")? as usize,
+            "--seed" => a.seed = f.num("the seed")?,
+            "--rounds" => a.rounds = f.num("the number of rounds")? as usize,
+            _ => return Err(f.unknown()),
         }
     }
     if a.file_mib < 2 || a.file_mib > 64 * 1024 {
@@ -963,22 +954,12 @@ fn report(label: &str, rounds: &[Round], has_convert: bool) {
 }
 
 fn main() {
-    let argv: Vec<String> = std::env::args().skip(1).collect();
-    let args = match parse_args(&argv) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("{NAME}: {e}");
-            std::process::exit(2);
-        }
-    };
-    if !sys::is_root() {
-        eprintln!("{NAME}: needs root (tracefs, mkfs.xfs, losetup, mount); run it with sudo");
-        std::process::exit(2);
-    }
-    if let Err(e) = main_root(&args) {
-        eprintln!("{NAME}: {e}");
-        std::process::exit(if e == "interrupted" { 130 } else { 1 });
-    }
+    run_main(
+        NAME,
+        parse_args,
+        |_| need_root("tracefs, mkfs.xfs, losetup, mount"),
+        main_root,
+    );
 }
 
 fn main_root(args: &Args) -> Result<(), String> {
@@ -1058,35 +1039,25 @@ fn main_root(args: &Args) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn s(v: &[&str]) -> Vec<String> {
-        v.iter().map(|x| x.to_string()).collect()
-    }
+    use reclaimlab_host::bench::cli::{assert_refused, parsed};
 
     #[test]
-    fn arguments_and_their_errors() {
-        let a = parse_args(&[]).unwrap();
+    fn filesystem_options_and_their_errors() {
+        let a = parsed(parse_args, &[]);
         assert_eq!(
             (a.file_mib, a.blocks, a.ext4, a.xfs),
             (1024, 512, true, true)
         );
-        let a = parse_args(&s(&["--fs", "xfs", "--blocks", "8", "--file-mib", "16"])).unwrap();
+        let a = parsed(
+            parse_args,
+            &["--fs", "xfs", "--blocks", "8", "--file-mib", "16"],
+        );
         assert_eq!((a.ext4, a.xfs, a.blocks, a.file_mib), (false, true, 8, 16));
-        assert!(parse_args(&s(&["--blocks", "x"]))
-            .unwrap_err()
-            .contains("whole number"));
-        assert!(parse_args(&s(&["--blocks", "2000"]))
-            .unwrap_err()
-            .contains("1024 MiB"));
-        assert!(parse_args(&s(&["--fs", "btrfs"]))
-            .unwrap_err()
-            .contains("ext4, xfs"));
-        assert!(parse_args(&s(&["--dir"]))
-            .unwrap_err()
-            .contains("needs a value"));
-        assert!(parse_args(&s(&["--rounds", "0"]))
-            .unwrap_err()
-            .contains("1..=100"));
+        assert_refused(parse_args, &["--blocks", "x"], "whole number");
+        assert_refused(parse_args, &["--blocks", "2000"], "1024 MiB");
+        assert_refused(parse_args, &["--fs", "btrfs"], "ext4, xfs");
+        assert_refused(parse_args, &["--dir"], "needs a value");
+        assert_refused(parse_args, &["--rounds", "0"], "1..=100");
     }
 
     #[test]

@@ -1,7 +1,10 @@
 //! Helpers shared by the host benchmarks (`crates/host/examples`): reading
 //! `/proc` for CPU times, pinning threads, temporary files, and reader
 //! threads that make clean page cache from sparse files (the set-up of
-//! `lru_lock_hold` and `perf_page_costs`, docs/bench/cpu-costs.md).
+//! `lru_lock_hold` and `perf_page_costs`, docs/bench/cpu-costs.md);
+//! [`cli`], their command lines and exit codes.
+
+pub mod cli;
 
 use std::fs::{self, File};
 use std::os::unix::fs::FileExt;
@@ -96,6 +99,18 @@ pub fn drop_cache(path: &Path) {
 
 /// A file removed on drop.
 pub struct TempFile(pub PathBuf);
+
+impl TempFile {
+    /// Creates `path` as a sparse file of `bytes` (holes, no blocks),
+    /// removed on drop, also when sizing it fails.
+    pub fn sparse(path: &Path, bytes: u64) -> Result<TempFile, String> {
+        let f = File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))?;
+        let t = TempFile(path.to_path_buf());
+        f.set_len(bytes)
+            .map_err(|e| format!("cannot size {}: {e}", path.display()))?;
+        Ok(t)
+    }
+}
 
 impl Drop for TempFile {
     fn drop(&mut self) {
