@@ -81,26 +81,22 @@ fn main() {
     }
     let swap = SwapFile(swap_path);
     let bytes = MAP_MIB * MIB;
-    // SAFETY: a private anonymous mapping of `bytes`, unmapped below.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            bytes,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    assert!(p != libc::MAP_FAILED, "mmap");
+    // Unmapped below. A failure panics, so that the swap file's guard
+    // above still runs (process::exit would skip it).
+    let p = reclaimlab_host::workers::map_anon(bytes)
+        .unwrap_or_else(|e| panic!("anon_reclaim_cost: {e}"))
+        .cast::<libc::c_void>();
     // SAFETY: advice on our own mapping.
     unsafe { libc::madvise(p, bytes, libc::MADV_NOHUGEPAGE) };
     let words = p as *mut u64;
     let step = 4096 / 8;
-    let memcg = ProbeCgroup::create(LIMIT_MIB * MIB).unwrap_or_else(|| {
+    let Some(memcg) = ProbeCgroup::create(LIMIT_MIB * MIB) else {
         eprintln!("anon_reclaim_cost: cannot make a memory cgroup; run as root on a host with memory cgroups");
+        // process::exit runs no destructors: swap off and remove the
+        // swap file first.
+        drop(swap);
         std::process::exit(2);
-    });
+    };
     println!("| pass | system ms | swap-ins | swap-outs | anon scanned | anon reclaimed | ns system per swap-in |");
     println!("|---|---|---|---|---|---|---|");
     let mut per_swapin = Vec::new();

@@ -26,7 +26,9 @@ pub fn set_comm(name: &str) {
     }
 }
 
-fn map_anon(bytes: usize) -> Result<*mut u8> {
+/// A private anonymous read-write mapping of `bytes` (for the workers and
+/// the measurement programs); the caller unmaps it.
+pub fn map_anon(bytes: usize) -> Result<*mut u8> {
     // SAFETY: an anonymous private mapping with no address hint.
     let p = unsafe {
         libc::mmap(

@@ -336,10 +336,15 @@ impl Kernel {
         };
         let dir = rq.kind.dir();
         match rq.kind {
-            ReqKind::FileWrite if self.fs_end_bio(d, &rq.pages) => {}
             ReqKind::FileWrite | ReqKind::SwapOut => {
-                for &pfn in &rq.pages {
-                    self.folio_end_writeback(pfn);
+                // A data write into unwritten blocks goes to its
+                // filesystem's conversion work first, which ends the pages'
+                // writeback later (fs/ioend.rs); any other write ends here.
+                let deferred = rq.kind == ReqKind::FileWrite && self.fs_end_bio(d, &rq.pages);
+                if !deferred {
+                    for &pfn in &rq.pages {
+                        self.folio_end_writeback(pfn);
+                    }
                 }
             }
             ReqKind::FileRead | ReqKind::SwapIn => {
