@@ -105,6 +105,7 @@ impl Kernel {
     /// lruvec, their CPU not charged here. Otherwise returns nothing and
     /// charges all of the unmapping's CPU.
     pub fn munmap_batched(&mut self, id: u32, batched: bool) -> LruRelease {
+        let batched = batched && self.lru_lock_modelled();
         let mut released = LruRelease::new();
         let m = &mut self.anon[id as usize];
         if !m.alive {
@@ -148,7 +149,8 @@ impl Kernel {
                 continue;
             }
             freed += 1;
-            if let Some((nid, memcg)) = self.orphan_or_free(e, true) {
+            let lruvec = self.orphan_or_free(e, true);
+            if let Some((nid, memcg)) = lruvec.filter(|_| batched) {
                 match released
                     .iter_mut()
                     .find(|r| (r.0, r.1) == (nid as u32, memcg as u32))
@@ -167,11 +169,8 @@ impl Kernel {
                 }
             }
         }
-        if !batched || !self.lru_lock_modelled() {
-            released.clear();
-        }
-        let batched: u64 = released.iter().map(|r| u64::from(r.2)).sum();
-        self.charge_sys((freed - batched) * self.params.cost_unmap_ns);
+        let deferred: u64 = released.iter().map(|r| u64::from(r.2)).sum();
+        self.charge_sys((freed - deferred) * self.params.cost_unmap_ns);
         self.spare_anon_tables = Some((pte, young));
         released
     }
@@ -210,11 +209,10 @@ impl Kernel {
         if !m.alive || (i >= m.pte.len() || m.pte.get(i) != pfn) {
             return None;
         }
-        self.rmap_walks += 1;
-        let m = &mut self.anon[self.frames.get(pfn).owner as usize];
         let (w, b) = (i / 64, i % 64);
         let young = m.young[w] & (1 << b) != 0;
         m.young[w] &= !(1 << b);
+        self.rmap_walks += 1;
         Some(u32::from(young))
     }
 

@@ -165,12 +165,10 @@ impl Kernel {
         if !file.page_mapped(p.index) {
             return 0;
         }
-        self.rmap_walks += 1;
-        let p = self.frames.get(pfn);
-        let file = &mut self.files[p.owner as usize];
         let (w, b) = (p.index as usize / 64, p.index % 64);
         let young = file.young[w] & (1 << b) != 0;
         file.young[w] &= !(1 << b);
+        self.rmap_walks += 1;
         u32::from(young)
     }
 
