@@ -43,17 +43,54 @@ pub fn scale_costs(params: &mut Params, factor: f64) {
     if factor == 1.0 {
         return;
     }
+    // The ranges do not depend on the profile.
+    let ranges = reclaimlab_kernel::profile::profile("v5.15")
+        .map(Params::list)
+        .unwrap_or_default();
     for (name, value) in params.to_pairs() {
         // The CPU costs, and the lock's hold times, which are CPU time too.
         if !name.starts_with("cost.") && !name.starts_with("lru_lock.") {
             continue;
         }
+        let max = ranges
+            .iter()
+            .find(|i| i.name == name)
+            .map_or(1_000_000.0, |i| i.max);
         if let Ok(v) = value.parse::<f64>() {
             // A failed set (out of range) keeps the default; the factor is
             // bounded so that none does (guest::machine::MAX_SLOWDOWN).
-            let _ = params.set(name, &format!("{}", (v * factor).round().min(1_000_000.0)));
+            let _ = params.set(name, &format!("{}", (v * factor).round().min(max)));
         }
     }
+}
+
+/// The simulator's system CPU for the probe's swap cycle (one swap-in
+/// fault and its page read, ~3 pages scanned and mapped, one anonymous
+/// page freed, one written to swap) without `cost.swapout_page_ns`, at
+/// `params`: what `swapout-ns=` is the rest of, in today's costs.
+pub fn swap_cycle_base_ns(params: &Params) -> f64 {
+    (params.cost_fault_ns
+        + 3 * (params.cost_scan_ns + params.cost_rmap_ns)
+        + params.cost_reclaim_anon_ns
+        + params.cost_swapin_ns
+        + params.cost_swap_submit_ns) as f64
+}
+
+/// `cost.swapout_page_ns` for a guest's `swapout-ns=`: that figure is its
+/// measured swap cycle less [`reclaimlab_host::cpu_probe::SWAP_CYCLE_BASE_NS`]
+/// times the slowdown (a base fixed when the probe was written, so that the
+/// machine strings keep their meaning); the swap-out is the cycle less the
+/// simulator's present costs of the rest of it, so that a guest's simulated
+/// cycle stays the one it measured when a cost of the rest is measured anew
+/// (the swap-in and the swap write's submission, 2026-11-27).
+pub fn guest_swapout_ns(swapout_ns: u64, cpu_slowdown: f64) -> u64 {
+    let d = reclaimlab_kernel::profile::profile("v5.15")
+        .map(Params::defaults)
+        .map_or(reclaimlab_host::cpu_probe::SWAP_CYCLE_BASE_NS, |p| {
+            swap_cycle_base_ns(&p)
+        });
+    let cycle = swapout_ns as f64 + reclaimlab_host::cpu_probe::SWAP_CYCLE_BASE_NS * cpu_slowdown;
+    (cycle - d * cpu_slowdown).max(0.0).round() as u64
 }
 
 /// Resolves `guest…`: the machine built from the description.
@@ -67,8 +104,9 @@ fn resolve_guest(arg: &str, g: &GuestMachine) -> anyhow::Result<Resolved> {
         );
     }
     let mut costs = Vec::new();
-    if let Some(n) = g.swapout_ns {
-        eprintln!("reclaimlab: --machine {arg}: cost.swapout_page_ns={n} (the guest's measured swap cycle)");
+    if let Some(m) = g.swapout_ns {
+        let n = guest_swapout_ns(m, g.cpu_slowdown);
+        eprintln!("reclaimlab: --machine {arg}: cost.swapout_page_ns={n} (the guest's measured swap cycle less the simulator's other costs of it: swapout-ns={m} is against the probe's base)");
         costs.push(("cost.swapout_page_ns", n.to_string()));
     }
     if let (Some(l), Some(b)) = (g.swap_lat_us, g.swap_mb_s) {
@@ -238,11 +276,24 @@ mod tests {
         assert_eq!(x.cost_scan_ns, base.cost_scan_ns * 40);
         assert_eq!(x.cost_touch_ns, base.cost_touch_ns * 40);
         assert_eq!(x.cost_wakeup_ns, base.cost_wakeup_ns * 40);
+        assert_eq!(x.cost_swapin_ns, base.cost_swapin_ns * 40);
+        assert_eq!(x.cost_swap_submit_ns, base.cost_swap_submit_ns * 40);
         assert_eq!(x.hz, base.hz, "only cost.* changes");
-        // The largest factor accepted keeps every cost inside its range.
+        // The largest factor accepted scales every cost.* and lru_lock.*
+        // parameter, each staying inside its range, and nothing else.
         let mut y = base.clone();
-        scale_costs(&mut y, reclaimlab_host::guest::machine::MAX_SLOWDOWN);
-        assert_eq!(y.cost_wakeup_ns, base.cost_wakeup_ns * 500);
+        let f = reclaimlab_host::guest::machine::MAX_SLOWDOWN;
+        scale_costs(&mut y, f);
+        let scaled: std::collections::HashMap<_, _> = y.to_pairs().into_iter().collect();
+        for (name, v) in base.to_pairs() {
+            let got: f64 = scaled[name].parse().unwrap();
+            let v: f64 = v.parse().unwrap();
+            if name.starts_with("cost.") || name.starts_with("lru_lock.") {
+                assert_eq!(got, (v * f).round(), "{name}");
+            } else {
+                assert_eq!(got, v, "{name}");
+            }
+        }
     }
 
     /// The guest's CPU probe compares against the simulator's defaults; it
@@ -259,25 +310,48 @@ mod tests {
         for ((k, _, v), (wk, wv)) in reclaimlab_host::cpu_probe::REFERENCE.iter().zip(want) {
             assert_eq!((*k, *v), (wk, wv));
         }
+        // The base of `swapout-ns=` is fixed (the simulator's cycle less
+        // the swap-out before the swap-in and the swap write's submission
+        // were measured): changing it changes what every record's
+        // swapout-ns= means.
         assert_eq!(
             reclaimlab_host::cpu_probe::SWAP_CYCLE_BASE_NS,
+            1900.0 + 3.0 * (300.0 + 220.0) + 370.0 + 2.0 * 300.0
+        );
+        assert_eq!(
+            swap_cycle_base_ns(&d),
             (d.cost_fault_ns
                 + 3 * (d.cost_scan_ns + d.cost_rmap_ns)
                 + d.cost_reclaim_anon_ns
-                + 2 * d.cost_io_submit_ns) as f64
+                + d.cost_swapin_ns
+                + d.cost_swap_submit_ns) as f64
         );
     }
 
     /// A guest's measured swap-out cost (`swapout-ns=`) replaces the scaled
-    /// default, and a sim run on that machine uses it.
+    /// default, and a sim run on that machine uses it: the measured cycle
+    /// less the simulator's present costs of the rest of it at the
+    /// slowdown, so the simulated cycle is the measured one.
     #[test]
     fn a_guests_swapout_cost_is_set_after_scaling() {
         let r = resolve("guest:2G,cpu-slowdown=20,swapout-ns=700000").unwrap();
         assert_eq!(r.cpu_slowdown, 20.0);
+        // 700000 + 20 x 4430 (the probe's base) - 20 x 7030 (fault 1900,
+        // scan and walk 3 x 520, freeing 370, swap-in 2200, submission 1000).
         assert_eq!(
             r.costs,
-            vec![("cost.swapout_page_ns", "700000".to_string())]
+            vec![("cost.swapout_page_ns", "648000".to_string())]
         );
+        let d = Params::defaults(reclaimlab_kernel::profile::profile("v6.1").unwrap());
+        let mut x = d.clone();
+        scale_costs(&mut x, 20.0);
+        x.set("cost.swapout_page_ns", "648000").unwrap();
+        assert_eq!(
+            swap_cycle_base_ns(&x) + x.cost_swapout_ns as f64,
+            700000.0 + 20.0 * reclaimlab_host::cpu_probe::SWAP_CYCLE_BASE_NS,
+            "the simulated cycle is the measured one"
+        );
+        assert_eq!(guest_swapout_ns(1000, 20.0), 0, "never below 0");
         assert!(resolve("guest:2G,cpu-slowdown=20")
             .unwrap()
             .costs

@@ -91,12 +91,17 @@ pub fn measure(pages: usize, reps: usize) -> Vec<Sample> {
         .collect()
 }
 
-/// The simulator's system CPU for one swap cycle (a swap-in fault and one
-/// page reclaimed to swap, at the ~3 pages scanned per page reclaimed the
-/// host measured), at its defaults, without `cost.swapout_page_ns`:
+/// The base a guest's `swapout-ns=` is measured against: its swap cycle
+/// (a swap-in fault and one page reclaimed to swap, at the ~3 pages
+/// scanned per page reclaimed the host measured) less this times the
+/// slowdown. It is the simulator's system CPU for that cycle without
+/// `cost.swapout_page_ns` at its defaults when the probe was written:
 /// `cost.fault_ns + 3 x (cost.scan_page_ns + cost.rmap_page_ns) +
-/// cost.reclaim_anon_page_ns + 2 x cost.io_submit_page_ns` (the CLI's tests
-/// check it against the defaults).
+/// cost.reclaim_anon_page_ns + 2 x cost.io_submit_page_ns` (one read, one
+/// write). Fixed, so that the machine strings keep their meaning: `sim`
+/// takes the cycle back and subtracts its present costs of the rest of it
+/// (the CLI's `machine_arg::guest_swapout_ns`; the swap-in and the swap
+/// write's submission are charged as measured since 2026-11-27).
 pub const SWAP_CYCLE_BASE_NS: f64 = 1900.0 + 3.0 * (300.0 + 220.0) + 370.0 + 2.0 * 300.0;
 
 /// A memory cgroup with this whole process in it, limited to `limit`

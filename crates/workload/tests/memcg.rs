@@ -427,3 +427,100 @@ fn each_swap_out_costs_its_reclaimer_the_swapout_cpu() {
         "system ns per swap-out: {without:.0} without the cost, {with:.0} with 5000"
     );
 }
+
+/// A swap-in (5.15 `do_swap_page` → `swapin_readahead` →
+/// `__read_swap_cache_async` and `swap_readpage` for each page of the
+/// window) costs the faulting task `cost.swapin_page_ns` per page read,
+/// readahead pages included, on top of `cost.fault_ns` per fault; a swap
+/// write's submission (5.15 `__swap_writepage`, a bio per page) costs its
+/// reclaimer `cost.swap_submit_page_ns` per page written (both measured by
+/// `perf_page_costs --workloads anon`). A hog cycling through swap in its
+/// cgroup: its system time per page swapped in rises by the first, per page
+/// swapped out by the second. The window reads several pages per major
+/// fault here, so a cost charged per fault instead would show as a
+/// fraction of it.
+#[test]
+fn swap_reads_and_swap_writes_cost_their_measured_cpu() {
+    const SWAPPY: &str = "name='swappy'\ncpus=2\nmemory_mib=1024\nswap_mib=1024\n[[devices]]\nname='sda'\nwrite_mb_s=2000\nread_mb_s=2000\nlatency_us=20\nseek_us=5\n";
+    let spec = "name='cycle'\nduration_s=4\nwarmup_s=0\n\
+        [[cgroup]]\nname='box'\nmemory_max='32M'\n\
+        [[worker]]\nkind='anon-hog'\nsize_mib=96\ncgroup='box'\n";
+    let run = |swapin: &str, submit: &str| {
+        let (c, s) = sim(
+            &machine(SWAPPY),
+            "v6.1",
+            spec,
+            1,
+            &[
+                ("cost.swapin_page_ns", swapin),
+                ("cost.swap_submit_page_ns", submit),
+            ],
+        );
+        let sys: f64 = s
+            .tasks
+            .iter()
+            .filter(|t| t.comm == "memory-hog")
+            .map(|t| t.system_s)
+            .sum();
+        let (pin, pout, maj) = (c.delta("pswpin"), c.delta("pswpout"), c.delta("pgmajfault"));
+        assert!(
+            pin > 10_000 && pout > 10_000,
+            "the hog must cycle through swap: {pin} swap-ins, {pout} swap-outs"
+        );
+        assert!(
+            2 * maj < pin,
+            "readahead must read several pages per major fault: {maj} major faults, {pin} pages read"
+        );
+        (sys * 1e9, pin as f64, pout as f64)
+    };
+    let (base, base_in, base_out) = run("0", "0");
+    let (dear_in, pin, _) = run("5000", "0");
+    let (dear_out, _, pout) = run("0", "5000");
+    let per_in = (
+        dear_in / pin - base / base_in,
+        dear_out / pout - base / base_out,
+    );
+    assert!(
+        (per_in.0 - 5000.0).abs() < 1500.0,
+        "system ns per page swapped in rises by {:.0} with a 5000 ns swap-in page",
+        per_in.0
+    );
+    assert!(
+        (per_in.1 - 5000.0).abs() < 1500.0,
+        "system ns per page swapped out rises by {:.0} with a 5000 ns swap submission",
+        per_in.1
+    );
+}
+
+/// Without swap nothing is read from or written to swap, so the swap-in
+/// and swap-submission costs change nothing: the run is the same, byte
+/// for byte, whatever they cost, and a file page's write and read keep
+/// `cost.io_submit_page_ns`.
+#[test]
+fn a_run_without_swap_never_pays_the_swap_costs() {
+    const NOSWAP: &str = "name='noswap'\ncpus=2\nmemory_mib=128\nswap_mib=0\n[[devices]]\nname='sda'\nwrite_mb_s=200\nread_mb_s=250\nlatency_us=100\nseek_us=50\n";
+    let spec = "name='files'\nduration_s=3\nwarmup_s=0\n\
+        [[worker]]\nkind='file-writer'\ncount=2\nfiles=2\nfile_mib=48\n\
+        [[worker]]\nkind='file-reader'\nfiles=2\nfile_mib=64\nblock_kib=64\n\
+        [[worker]]\nkind='anon-hog'\nsize_mib=24\n";
+    let run = |set: &[(&str, &str)]| {
+        let (c, s) = sim(&machine(NOSWAP), "v6.1", spec, 1, set);
+        assert!(
+            c.delta("pgscan_kswapd") + c.delta("pgscan_direct") > 10_000,
+            "reclaim must run"
+        );
+        assert!(
+            c.delta("pgpgin") > 0 && c.delta("pgpgout") > 0,
+            "file I/O must run"
+        );
+        (c.rows, c.trace, format!("{:?}", s.tasks), s.system_s)
+    };
+    let dear = [
+        ("cost.swapin_page_ns", "100000"),
+        ("cost.swap_submit_page_ns", "100000"),
+    ];
+    assert!(
+        run(&[]) == run(&dear),
+        "a run without swap changed with the swap costs"
+    );
+}

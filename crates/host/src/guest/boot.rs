@@ -373,8 +373,8 @@ pub(super) fn boot_one(
     ) {
         notes.push(format!(
             "guest swap cycle: {:.0} µs of system time per page swapped in and another reclaimed to swap \
-             (the probe, in an 8 MiB cgroup), where the simulator's fault, scan, free and submissions at this \
-             slowdown are {:.0} µs: cost.swapout_page_ns {swapout} (swapout-ns=)",
+             (the probe, in an 8 MiB cgroup), less the probe's base for the fault, scan, free and submissions at this \
+             slowdown, {:.0} µs: swapout-ns={swapout} (sim sets cost.swapout_page_ns to the cycle less its present costs of the rest)",
             cycle / 1000.0,
             crate::cpu_probe::SWAP_CYCLE_BASE_NS * machine.cpu_slowdown / 1000.0
         ));

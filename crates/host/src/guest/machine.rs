@@ -64,10 +64,11 @@ pub struct GuestMachine {
     pub cgroup: Option<u64>,
     /// Multiplier of every `cost.*` parameter.
     pub cpu_slowdown: f64,
-    /// `cost.swapout_page_ns` as the guest measured it (`swapout-ns=`):
-    /// its swap cycle ([`crate::cpu_probe::swap_cycle`]) less the rest of
-    /// the cycle's simulated costs at `cpu_slowdown`. None: the default
-    /// times `cpu_slowdown`, as every other cost.
+    /// The swap-out's cost as the guest measured it (`swapout-ns=`): its
+    /// swap cycle ([`crate::cpu_probe::swap_cycle`]) less
+    /// [`crate::cpu_probe::SWAP_CYCLE_BASE_NS`] at `cpu_slowdown`; `sim`
+    /// sets `cost.swapout_page_ns` from it. None: the default times
+    /// `cpu_slowdown`, as every other cost.
     pub swapout_ns: Option<u64>,
     /// The swap disk as the guest measured it (`swap-lat-us=`,
     /// `swap-mb-s=`; [`crate::cpu_probe::swap_read_latency`]): one read's

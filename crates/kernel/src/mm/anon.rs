@@ -610,7 +610,18 @@ async fn do_swap_page(w: &World, id: u32, index: u32, slot: u32, write: bool) ->
             k.swapin_page(pfn, id, index, slot);
             let pages = k.swap_readahead(pfn, id, index, slot);
             let first = k.frames.get(pages[0]).swap;
-            let c = k.params.cost_io_submit_ns * pages.len() as u64;
+            // Per page read, the faulting one and its readahead alike
+            // (5.15 `__read_swap_cache_async` allocates, charges and adds
+            // each to the swap cache and the LRU; `swap_readpage` builds
+            // and submits a bio for each, under one plug): cost.swapin_page_ns,
+            // measured with the submission in it, in place of
+            // cost.io_submit_page_ns. What is per fault (entry,
+            // `handle_mm_fault`, the pte and rmap, `swap_free`) is
+            // cost.fault_ns, paid by every fault, major or minor: a
+            // readahead page pays it when it is faulted in. Not charged: the
+            // switch back in after sleeping on the read (docs/fidelity.md,
+            // "Swap-in and swap-write CPU measured").
+            let c = k.params.cost_swapin_ns * pages.len() as u64;
             k.charge_sys(c);
             (pages, k.swap.base_pos + u64::from(first))
         };
