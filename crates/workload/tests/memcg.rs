@@ -388,6 +388,24 @@ fn a_v2_cgroups_writer_is_held_to_the_cgroups_own_dirty_limit() {
     }
 }
 
+/// A 96 MiB hog cycling through swap in a 32 MiB cgroup of a 1 GiB
+/// machine with a fast disk, 4 s under v6.1 with `params` set: its
+/// counters and the hog's system seconds.
+fn hog_swap_cycle(params: &[(&str, &str)]) -> (Collect, f64) {
+    const SWAPPY: &str = "name='swappy'\ncpus=2\nmemory_mib=1024\nswap_mib=1024\n[[devices]]\nname='sda'\nwrite_mb_s=2000\nread_mb_s=2000\nlatency_us=20\nseek_us=5\n";
+    let spec = "name='cycle'\nduration_s=4\nwarmup_s=0\n\
+        [[cgroup]]\nname='box'\nmemory_max='32M'\n\
+        [[worker]]\nkind='anon-hog'\nsize_mib=96\ncgroup='box'\n";
+    let (c, s) = sim(&machine(SWAPPY), "v6.1", spec, 1, params);
+    let sys = s
+        .tasks
+        .iter()
+        .filter(|t| t.comm == "memory-hog")
+        .map(|t| t.system_s)
+        .sum();
+    (c, sys)
+}
+
 /// `shrink_folio_list` → `add_to_swap` → `try_to_unmap` → `pageout`
 /// (6.1): an anonymous page's way to swap costs its reclaimer CPU that a
 /// clean file page's does not (`cost.swapout_page_ns`, measured by the
@@ -396,24 +414,8 @@ fn a_v2_cgroups_writer_is_held_to_the_cgroups_own_dirty_limit() {
 /// rises by the parameter, within the noise of everything else it does.
 #[test]
 fn each_swap_out_costs_its_reclaimer_the_swapout_cpu() {
-    const SWAPPY: &str = "name='swappy'\ncpus=2\nmemory_mib=1024\nswap_mib=1024\n[[devices]]\nname='sda'\nwrite_mb_s=2000\nread_mb_s=2000\nlatency_us=20\nseek_us=5\n";
-    let spec = "name='cycle'\nduration_s=4\nwarmup_s=0\n\
-        [[cgroup]]\nname='box'\nmemory_max='32M'\n\
-        [[worker]]\nkind='anon-hog'\nsize_mib=96\ncgroup='box'\n";
     let per_swapout = |ns: &str| {
-        let (c, s) = sim(
-            &machine(SWAPPY),
-            "v6.1",
-            spec,
-            1,
-            &[("cost.swapout_page_ns", ns)],
-        );
-        let sys: f64 = s
-            .tasks
-            .iter()
-            .filter(|t| t.comm == "memory-hog")
-            .map(|t| t.system_s)
-            .sum();
+        let (c, sys) = hog_swap_cycle(&[("cost.swapout_page_ns", ns)]);
         let out = c.delta("pswpout");
         assert!(
             out > 10_000,
@@ -441,27 +443,11 @@ fn each_swap_out_costs_its_reclaimer_the_swapout_cpu() {
 /// fraction of it.
 #[test]
 fn swap_reads_and_swap_writes_cost_their_measured_cpu() {
-    const SWAPPY: &str = "name='swappy'\ncpus=2\nmemory_mib=1024\nswap_mib=1024\n[[devices]]\nname='sda'\nwrite_mb_s=2000\nread_mb_s=2000\nlatency_us=20\nseek_us=5\n";
-    let spec = "name='cycle'\nduration_s=4\nwarmup_s=0\n\
-        [[cgroup]]\nname='box'\nmemory_max='32M'\n\
-        [[worker]]\nkind='anon-hog'\nsize_mib=96\ncgroup='box'\n";
     let run = |swapin: &str, submit: &str| {
-        let (c, s) = sim(
-            &machine(SWAPPY),
-            "v6.1",
-            spec,
-            1,
-            &[
-                ("cost.swapin_page_ns", swapin),
-                ("cost.swap_submit_page_ns", submit),
-            ],
-        );
-        let sys: f64 = s
-            .tasks
-            .iter()
-            .filter(|t| t.comm == "memory-hog")
-            .map(|t| t.system_s)
-            .sum();
+        let (c, sys) = hog_swap_cycle(&[
+            ("cost.swapin_page_ns", swapin),
+            ("cost.swap_submit_page_ns", submit),
+        ]);
         let (pin, pout, maj) = (c.delta("pswpin"), c.delta("pswpout"), c.delta("pgmajfault"));
         assert!(
             pin > 10_000 && pout > 10_000,
