@@ -46,5 +46,9 @@ fn a_store_that_faulted_costs_user_time() {
     );
     // And no more than the iterations begun (one may be cut by the end).
     let bound = ((iterations + 1) * pages * touch_ns) as f64 / 1e9;
-    assert!(t.user_s <= bound * 1.01, "user {:.4} > {bound:.4}", t.user_s);
+    assert!(
+        t.user_s <= bound * 1.01,
+        "user {:.4} > {bound:.4}",
+        t.user_s
+    );
 }
