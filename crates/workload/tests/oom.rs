@@ -70,8 +70,8 @@ fn with_most_memory_mlocked_the_watermark_check_decides() {
 /// are not, the check fails at once (`reclaimable 0`) as in the test
 /// above. Which way it falls moves with nanoseconds of CPU cost (a
 /// faulted store's user time tipped it at the default), so the test runs
-/// nine fault costs within ±20 ns of the default (1900 ns), measured: 5
-/// give up on the retries, 4 on the check. Every kill is one of the two
+/// nine fault costs within ±20 ns of the default (1900 ns), measured: 4
+/// give up on the retries, 5 on the check. Every kill is one of the two
 /// ways out, a check that fails with the file pages off the LRU, and at
 /// least one is the retries' after 16 passing checks without progress.
 #[test]
