@@ -96,6 +96,10 @@ pub struct XfsStats {
     pub reclaimed: u64,
     /// Dirty or flushing inodes reclaim skipped.
     pub skipped: u64,
+    /// Of `skipped`, those the background worker (`xfs_reclaim_worker`)
+    /// skipped: it walks without `SYNC_WAIT` in 5.8 as well, so only the
+    /// rest are the shrinker's.
+    pub worker_skipped: u64,
     /// Times a reclaimer blocked (AG lock, flush lock, cluster I/O).
     pub reclaim_waits: u64,
     /// Time reclaimers spent blocked, ns.
@@ -133,6 +137,7 @@ impl XfsStats {
     pub fn add(&mut self, o: &XfsStats) {
         self.reclaimed += o.reclaimed;
         self.skipped += o.skipped;
+        self.worker_skipped += o.worker_skipped;
         self.reclaim_waits += o.reclaim_waits;
         self.reclaim_wait_ns += o.reclaim_wait_ns;
         self.buffer_reads += o.buffer_reads;
@@ -410,7 +415,8 @@ pub async fn xfs_ialloc_cluster(w: &World, sb: usize, ag: usize) -> Option<(u32,
 /// is pinned, forces the log and waits for the unpin (`xfs_iunpin_wait`),
 /// and writes it if dirty; without (5.9), skips it if pinned, dirty or
 /// flushing [5.8.1/5.9.1 fs/xfs/xfs_icache.c `xfs_reclaim_inode`].
-async fn xfs_reclaim_inode(w: &World, sb: usize, ag: usize, ino: u64, wait: bool) {
+/// `worker`: the background worker's walk (its skips are counted apart).
+async fn xfs_reclaim_inode(w: &World, sb: usize, ag: usize, ino: u64, wait: bool, worker: bool) {
     let mut counted = false;
     loop {
         let (dirty, flushing, pinned, seq, cluster) = {
@@ -427,6 +433,9 @@ async fn xfs_reclaim_inode(w: &World, sb: usize, ag: usize, ino: u64, wait: bool
             }
             if !wait && (ip.dirty || ip.flushing) {
                 x.stats.skipped += 1;
+                if worker {
+                    x.stats.worker_skipped += 1;
+                }
                 return;
             }
             (ip.dirty, ip.flushing, pinned, ip.seq, ip.cluster)
@@ -459,7 +468,14 @@ async fn xfs_reclaim_inode(w: &World, sb: usize, ag: usize, ino: u64, wait: bool
 /// AG's cursor in batches of `XFS_LOOKUP_BATCH` until `nr` are done.
 /// `lock` (5.8): each AG's `pag_ici_reclaim_lock` is tried, skipped AGs
 /// retried with a blocking lock if `wait` (`SYNC_WAIT`) and work is left.
-async fn xfs_reclaim_inodes_ag(w: &World, sb: usize, mut nr: u64, lock: bool, wait: bool) {
+async fn xfs_reclaim_inodes_ag(
+    w: &World,
+    sb: usize,
+    mut nr: u64,
+    lock: bool,
+    wait: bool,
+    worker: bool,
+) {
     let agcount = w.k().supers[sb].xfs.ags.len();
     let mut trylock = true;
     loop {
@@ -510,7 +526,7 @@ async fn xfs_reclaim_inodes_ag(w: &World, sb: usize, mut nr: u64, lock: bool, wa
                 };
                 w.k().supers[sb].xfs.ags[ag].cursor = last + 1;
                 for &ino in &batch {
-                    xfs_reclaim_inode(w, sb, ag, ino, wait).await;
+                    xfs_reclaim_inode(w, sb, ag, ino, wait, worker).await;
                 }
                 nr = nr.saturating_sub(batch.len() as u64);
                 if nr == 0 {
@@ -544,7 +560,7 @@ pub async fn xfs_reclaim_inodes_nr(w: &World, sb: usize, nr: u64) -> u64 {
         k.xfs_inode_reclaim()
     };
     let sync = mode == InodeReclaim::Sync;
-    xfs_reclaim_inodes_ag(w, sb, nr, sync, sync).await;
+    xfs_reclaim_inodes_ag(w, sb, nr, sync, sync, false).await;
     0
 }
 
@@ -562,6 +578,6 @@ pub async fn xfs_reclaim_worker(w: Rc<World>, sb: usize) {
             )
         };
         w.sleep_until(at).await;
-        xfs_reclaim_inodes_ag(&w, sb, u64::MAX, lock, false).await;
+        xfs_reclaim_inodes_ag(&w, sb, u64::MAX, lock, false, true).await;
     }
 }

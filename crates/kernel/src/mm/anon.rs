@@ -313,15 +313,29 @@ pub async fn touch_anon(w: &World, id: u32, start: u32, end: u32, write: bool) -
         // take goes the whole way.
         let next = w.k().do_anonymous_run(id, j, end);
         if next > j {
+            charge_faulted_touch(w, next - j);
             i = next;
             continue;
         }
         if handle_anon_fault(w, id, j, write).await == Access::Killed {
             return Access::Killed;
         }
+        charge_faulted_touch(w, 1);
         i = j + 1;
     }
     Access::Ok
+}
+
+/// The user-space access that faulted is restarted once the fault is
+/// handled (6.1 x86 `exc_page_fault` → `do_user_addr_fault` →
+/// `handle_mm_fault`, then back to the faulting instruction), and then
+/// costs a store like any resident page: `cost.touch_page_ns` of user time for each of the `n`
+/// pages faulted in. Without it a worker whose pages all fault (a
+/// thrashing hog, mmap-latency's fresh mappings) had no user time at all.
+pub fn charge_faulted_touch(w: &World, n: u32) {
+    let mut k = w.k();
+    let c = k.params.cost_touch_ns;
+    k.charge_user(u64::from(n) * c);
 }
 
 impl Kernel {

@@ -501,6 +501,10 @@ pub async fn touch_file_mapped_random(w: &World, f: u32, n: u64, rng: &mut u64) 
             if filemap_fault(w, f, j).await == FileOp::Killed {
                 return FileOp::Killed;
             }
+            // The restarted load, at the random reader's cost.
+            let mut k = w.k();
+            let c = k.params.cost_touch_random_ns;
+            k.charge_user(c);
         }
     }
     FileOp::Ok
@@ -536,6 +540,8 @@ pub async fn touch_file_mapped(w: &World, f: u32, start: u32, end: u32) -> FileO
         if filemap_fault(w, f, j).await == FileOp::Killed {
             return FileOp::Killed;
         }
+        // The restarted load (mm/anon.rs, `charge_faulted_touch`).
+        crate::mm::anon::charge_faulted_touch(w, 1);
         i = j + 1;
     }
     FileOp::Ok
