@@ -290,9 +290,9 @@ pub fn builtin_machines() -> Vec<Machine> {
             workload_cgroup: None,
         },
         // One sixteenth of testbox-2021: its CPUs, memory and storage
-        // bandwidth (write 150 MB/s, read 530 MB/s) divided by 16, latencies kept. The seconds it takes to
-        // write all memory to disk (~460 s) and the CPU time per byte of I/O
-        // stay those of the 2021 machines, which is what decides whether
+        // bandwidth (write 150 MB/s, read 530 MB/s) divided by 16, latencies
+        // kept. The seconds it takes to write all memory to disk (~460 s)
+        // and the CPU time per byte of I/O stay those of the 2021 machines, which is what decides whether
         // dirty and writeback pages reach the LRU tail; the small machine's
         // fast disk empties its memory in about a second. The request size
         // is divided too, so that per-request times, queueing delays and the
@@ -404,8 +404,8 @@ pub fn builtin_machines() -> Vec<Machine> {
             // step (mmtests-method.md §1.4), so Duration Elapsed is at least
             // the calibration plus 7 × (warmup + 300 s): the series' 2,432 s
             // leaves 332 s for 8 calibration-lengths and 35 s, a calibration
-            // of at most 36 s, 149 MB/s or more (v5.15's 3,020 s allows
-            // less). The disk was first taken as a 500 MB/s SATA SSD, a
+            // of at most 36 s, 149 MB/s or more (v5.15's 3,020 s bounds it
+            // less tightly). The disk was first taken as a 500 MB/s SATA SSD, a
             // guess; with it the simulated runs reclaimed 3.1-3.4 times the
             // letter's pages, with 150 MB/s 0.89-0.92 (docs/fidelity.md,
             // "The disk's speed from the letter's elapsed time"). Reads,
