@@ -290,13 +290,14 @@ pub fn builtin_machines() -> Vec<Machine> {
             workload_cgroup: None,
         },
         // One sixteenth of testbox-2021: its CPUs, memory and storage
-        // bandwidth (write 150 MB/s, read 530 MB/s) divided by 16, latencies
-        // kept. The seconds it takes to write all memory to disk (~460 s)
-        // and the CPU time per byte of I/O stay those of the 2021 machines, which is what decides whether
-        // dirty and writeback pages reach the LRU tail; the small machine's
-        // fast disk empties its memory in about a second. The request size
-        // is divided too, so that per-request times, queueing delays and the
-        // share of memory under writeback stay those of the whole disk.
+        // bandwidth (write 150 MB/s, read 530 MB/s) divided by 16,
+        // latencies kept. The seconds it takes to write all memory to disk
+        // (~460 s) and the CPU time per byte of I/O stay those of the 2021
+        // machines, which is what decides whether dirty and writeback pages
+        // reach the LRU tail; the small machine's fast disk empties its
+        // memory in about a second. The request size is divided too, so
+        // that per-request times, queueing delays and the share of memory
+        // under writeback stay those of the whole disk.
         Machine {
             name: "slice-2021".into(),
             description: "testbox-2021 divided by 16: 2 CPUs, 4 GiB, 128 MiB swap, a 9.4 MB/s share of its disk in 80 KiB requests (same seconds-to-write-memory)".into(),
