@@ -197,6 +197,8 @@ pub async fn kswapd(w: Rc<World>, nid: usize) {
             crate::trace!(k, "mm_vmscan_kswapd_wake", "nid={} order=0", nid);
         }
         balance_pgdat(&w, nid).await;
+        // What the pass charged and has not paid yet, before it sleeps.
+        crate::sched::pay_cpu(&w).await;
         let c = w.k().params.cost_wakeup_ns;
         crate::sched::run_on_cpu(&w, 0, c).await;
     }
