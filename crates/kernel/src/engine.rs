@@ -347,6 +347,9 @@ impl Future for Block<'_> {
     type Output = Wake;
     fn poll(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Wake> {
         let mut k = self.w.k();
+        if !self.armed {
+            k.cpu_on_block();
+        }
         let ex = &mut k.exec;
         let t = ex.current;
         if !self.armed {

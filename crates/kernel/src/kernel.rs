@@ -58,6 +58,11 @@ pub struct Task {
     /// Has been placed on the run queue before (a new task is placed with
     /// `START_DEBIT`, not a sleeper's credit).
     pub placed: bool,
+    /// What is left of its slice while it holds a CPU, ns.
+    pub slice_left: u64,
+    /// Inside [`crate::sched::run_on_cpu`]'s own wait for its work to be
+    /// done: running, not blocked, so it keeps its CPU.
+    pub in_burst: bool,
     /// Anonymous mappings it owns.
     pub mappings: Vec<u32>,
     /// Memory cgroup it is charged to (0: the root).
@@ -278,6 +283,8 @@ impl Kernel {
             lru_add_batch: 0,
             vruntime: 0,
             placed: false,
+            slice_left: 0,
+            in_burst: false,
             mappings: Vec::new(),
             memcg: 0,
             memcg_nr_pages_over_high: 0,
@@ -341,6 +348,8 @@ impl Kernel {
         }
         self.tasks[t as usize].exited = true;
         self.exec.sched[t as usize].exited = true;
+        // A task that exits on its CPU hands it on (do_exit → schedule()).
+        self.hand_on_cpu(t);
         self.cpus.forget(t);
     }
 

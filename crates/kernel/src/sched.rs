@@ -1,10 +1,13 @@
 //! CPUs as a contended resource: N CPUs, a FIFO run queue, time slices.
 //!
 //! A task pays for work with [`run_on_cpu`]: it takes a free CPU or queues for
-//! one, holds it for at most one slice (`sched.slice_us`), then hands it to the
-//! queued task with the smallest virtual runtime, and repeats until the work is
-//! paid. Reclaim scanning therefore takes CPU time away from workers exactly
-//! when CPUs are scarce.
+//! one and keeps it, from one piece of work to the next, until it blocks
+//! (the engine's block hands the CPU on) or has used one slice
+//! (`sched.slice_us`) while another task waits; then the queued task with
+//! the smallest virtual runtime gets it. Reclaim scanning therefore takes CPU
+//! time away from workers exactly when CPUs are scarce. (Until 2026-11-27 a
+//! task gave its CPU up after every piece of work, so a reclaimer working
+//! batch by batch queued behind every CPU-bound task's whole slice.)
 //!
 //! The queue order follows CFS (kernel/sched/fair.c, 5.15): a task's
 //! `vruntime` grows with the CPU time it uses, and a task that comes back
@@ -13,10 +16,11 @@
 //! `sysctl_sched_latency` 6 ms scaled by 1 + log2(CPUs), CPUs capped at 8),
 //! and a new task one slice after `min_vruntime` (`START_DEBIT`). So
 //! a kswapd or flusher that slept runs before the hogs that have been burning
-//! CPU, as on a real machine. Simplifications: one run queue for all CPUs (no
-//! per-CPU queues, load balancing or migration cost); all tasks at nice 0; a
-//! waking task waits for the next slice end instead of preempting the running
-//! task (`check_preempt_wakeup`).
+//! CPU, as on a real machine. A waking task more than the wake-up granularity
+//! (1 ms, scaled like the latency) of vruntime behind the running task with
+//! the most preempts it (`check_preempt_wakeup`), at the end of the piece of
+//! work that task is doing. Simplifications: one run queue for all CPUs (no
+//! per-CPU queues, load balancing or migration cost); all tasks at nice 0.
 //!
 //! Small work items are not paid one by one: kernel paths add to the task's
 //! CPU *debt* ([`Kernel::charge_sys`], [`Kernel::charge_user`]) and pay it with
@@ -120,6 +124,27 @@ impl Kernel {
             self.tasks[t as usize].cpu = c as u32;
             return true;
         }
+        if waking {
+            // check_preempt_wakeup(): a waking task whose vruntime is more
+            // than the wakeup granularity (1 ms scaled like the latency)
+            // behind a running task's preempts it. Here the running task
+            // with the largest vruntime gives up its CPU at the end of the
+            // piece of work it is doing (its slice is over).
+            let gran = self.cpus.sleeper_credit_ns / 3;
+            let me = self.tasks[t as usize].vruntime;
+            let victim = self
+                .cpus
+                .holder
+                .iter()
+                .flatten()
+                .copied()
+                .max_by_key(|&h| (self.tasks[h as usize].vruntime, h));
+            if let Some(v) = victim {
+                if self.tasks[v as usize].vruntime > me + gran {
+                    self.tasks[v as usize].slice_left = 0;
+                }
+            }
+        }
         let seq = self.exec.sched[t as usize].wait_seq;
         let now = self.exec.now();
         let key = (self.tasks[t as usize].vruntime, self.cpus.arrivals);
@@ -128,9 +153,33 @@ impl Kernel {
         false
     }
 
+    /// Whether task `t` holds a CPU.
+    pub fn holds_cpu(&self, t: TaskId) -> bool {
+        let c = self.tasks[t as usize].cpu as usize;
+        self.cpus.holder.get(c) == Some(&Some(t))
+    }
+
+    /// The current task blocks (sleeps, waits for I/O, a lock or a timer):
+    /// if it holds a CPU, the CPU goes to the next queued task
+    /// (`schedule()` from `__schedule(SM_NONE)` with the task off the run
+    /// queue). Called by the engine's block; not while the task waits for
+    /// its own work to be done in [`run_on_cpu`].
+    pub fn cpu_on_block(&mut self) {
+        let t = self.exec.current();
+        if !self.tasks[t as usize].in_burst {
+            self.hand_on_cpu(t);
+        }
+    }
+
     /// Gives the current task's CPU to the next queued task, or frees it.
     fn release_cpu(&mut self) {
         let t = self.exec.current();
+        self.hand_on_cpu(t);
+    }
+
+    /// Gives task `t`'s CPU, if it holds one, to the next queued task, or
+    /// frees it.
+    pub(crate) fn hand_on_cpu(&mut self, t: TaskId) {
         // `cpu` is where the task last ran; it holds that CPU still, or none.
         let c = self.tasks[t as usize].cpu as usize;
         if self.cpus.holder.get(c) != Some(&Some(t)) {
@@ -138,12 +187,7 @@ impl Kernel {
             return;
         }
         self.cpus.holder[c] = None;
-        // (An exiting task left the queue in `task_exited` → `Cpus::forget`.)
-        debug_assert!(self
-            .cpus
-            .runqueue
-            .values()
-            .all(|e| !self.exec.sched[e.0 as usize].exited));
+        self.tasks[t as usize].slice_left = 0;
         // pick_next_entity(): the smallest vruntime, earliest arrival on ties.
         if let Some((_, (next, seq, since))) = self.cpus.runqueue.pop_first() {
             let now = self.exec.now();
@@ -174,26 +218,51 @@ impl Kernel {
 pub async fn run_on_cpu(w: &World, mut user: u64, mut sys: u64) {
     let mut waking = true;
     while user + sys > 0 {
-        let got = w.k().take_cpu(std::mem::take(&mut waking));
-        if !got {
-            w.block(None).await;
+        // A task keeps its CPU from one piece of work to the next until it
+        // blocks or its slice is used up (`check_preempt_tick`); only then
+        // does a queued task get it. Yielding after every piece would make
+        // a task that works in many small pieces (a reclaimer, batch after
+        // batch) queue behind every CPU-bound task's whole slice.
+        let (holds, slice_over, queued) = {
+            let k = w.k();
+            let t = k.exec.current();
+            (
+                k.holds_cpu(t),
+                k.tasks[t as usize].slice_left == 0,
+                !k.cpus.runqueue.is_empty(),
+            )
+        };
+        if !holds || (slice_over && queued) {
+            if holds {
+                w.k().release_cpu();
+            }
+            let got = w.k().take_cpu(std::mem::take(&mut waking));
+            if !got {
+                w.block(None).await;
+            }
         }
+        waking = false;
         let end = {
             let mut k = w.k();
             let slice = k.params.slice_us * 1000;
-            let u = user.min(slice);
-            let s = sys.min(slice - u);
+            let task = k.current_mut();
+            if task.slice_left == 0 {
+                task.slice_left = slice;
+            }
+            let u = user.min(task.slice_left);
+            let s = sys.min(task.slice_left - u);
             user -= u;
             sys -= s;
-            let task = k.current_mut();
+            task.slice_left -= u + s;
             task.user_ns += u;
             task.sys_ns += s;
             task.vruntime += u + s;
+            task.in_burst = true;
             k.update_min_vruntime();
             k.exec.now() + u + s
         };
         w.sleep_until(end).await;
-        w.k().release_cpu();
+        w.k().current_mut().in_burst = false;
     }
 }
 

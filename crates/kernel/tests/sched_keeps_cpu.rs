@@ -1,0 +1,58 @@
+//! A task keeps its CPU from one piece of work to the next.
+//!
+//! In the kernel a task running kernel code holds its CPU until it
+//! blocks, or until the tick finds its slice used up while others wait
+//! (`check_preempt_tick`, 5.15 kernel/sched/fair.c). A reclaimer pays for
+//! its scanning batch by batch; were each batch a new turn on the run
+//! queue, it would wait behind a CPU-bound task's whole slice for every
+//! few microseconds of work.
+
+use reclaimlab_kernel::engine::World;
+use reclaimlab_kernel::kernel::TaskKind;
+use reclaimlab_kernel::machine::Machine;
+use reclaimlab_kernel::params::Params;
+use reclaimlab_kernel::profile::profile;
+use reclaimlab_kernel::sched::run_on_cpu;
+use reclaimlab_kernel::{boot, SimConfig};
+use std::cell::Cell;
+use std::rc::Rc;
+
+const MACHINE: &str = "name='two'\ncpus=2\nmemory_mib=256\nswap_mib=0\n[[devices]]\nname='sda'\nwrite_mb_s=100\nread_mb_s=100\nlatency_us=100\n";
+const MS: u64 = 1_000_000;
+
+/// Two CPU-bound tasks on two CPUs, and a third that does 10 ms of work
+/// in 1,000 pieces of 10 µs: it gets about a third of the CPUs, so its
+/// work is done in tens of milliseconds, not in 1,000 waits for a slice.
+#[test]
+fn a_task_working_in_small_pieces_gets_its_share() {
+    let m = Machine::from_toml(MACHINE, "test").unwrap();
+    let p = profile("v5.15").unwrap();
+    let w: Rc<World> = boot(&SimConfig::new(m, p, Params::defaults(p), 1));
+    for _ in 0..2 {
+        let t = w.k().new_task("hog", TaskKind::User, 0);
+        let w2 = w.clone();
+        w.spawn(t, async move {
+            loop {
+                run_on_cpu(&w2, 100 * MS, 0).await;
+            }
+        });
+    }
+    let done_at = Rc::new(Cell::new(0u64));
+    let t = w.k().new_task("pieces", TaskKind::User, 0);
+    let (w2, d) = (w.clone(), done_at.clone());
+    w.spawn(t, async move {
+        for _ in 0..1_000 {
+            run_on_cpu(&w2, 0, 10_000).await;
+        }
+        d.set(w2.k().exec.now());
+    });
+    w.run_until(2_000 * MS);
+    let done = done_at.get();
+    assert!(done > 0, "10 ms of work in small pieces not done in 2 s");
+    // A fair third of two CPUs does it in 15 ms; allow for the slices.
+    assert!(
+        done < 100 * MS,
+        "10 ms of work in small pieces took {} ms beside two CPU-bound tasks",
+        done / MS
+    );
+}
