@@ -23,29 +23,27 @@
 //! between taking and putting back (`cost.scan_page_ns` per page) outlasts
 //! the hold as long as `lru_lock.page_ns` is below it.
 //!
-//! Off by default (`lru_lock.page_ns=0`). The holds are measured on the
-//! reference host (a nested 2-vCPU VM, 6.18; docs/bench/cpu-costs.md:
+//! On by default since 2026-11-27 at the holds measured on the reference
+//! host (a nested 2-vCPU VM, 6.18; docs/bench/cpu-costs.md:
 //! `perf_page_costs`, by where `cpu-clock` samples land while interrupts
 //! are off, and `lru_lock_hold`, from the lock's tracepoints): 223 ns per
 //! page isolated, 49–64 per page an LRU addition puts on a list, 31 per
 //! page munmap releases; the scan they are part of is 303 ns per page
 //! (`perf_page_costs`). The hand-over cost is measured too
-//! (crates/host/examples/lock_handoff.rs). Why it stays off: on the
-//! 2-vCPU fidelity machines it makes reclaim spin where the real kernel
-//! hardly waits (the host's tuning pair with the measured 300 ns scan:
-//! memcg scanning 34 times below the real kernel's and system time 1.4
-//! times above, 22 → 15 rows of 36 within; docs/fidelity.md, "The
-//! lock's holds measured"). The likely reason, not yet shown: a booking
-//! is made when a task arrives, but the holder pays its CPU later and
-//! may first wait for a CPU, which no spinlock holder does (it cannot be
-//! preempted), so with more runnable tasks than CPUs the model's queue
-//! can be longer than the kernel's. A waiter therefore waits at most for
-//! one hold like its own per other CPU. With that bound (and the scan at
-//! its measured 300 ns) the host pair scores 20 of 36 and the held-out
-//! guests 65 of 128 (63 with the lock off), but at full size v5.15's
-//! direct reclaimers still spin instead of scanning: 97 million pages
-//! scanned against the letter's 1,986 million, system time unmoved at a
-//! quarter of the letter's (11 of 38 headline rows; 12 with the lock off).
+//! (crates/host/examples/lock_handoff.rs). `lru_lock.page_ns=0` turns the
+//! model off. It was off before: on the 2-vCPU fidelity machines it made
+//! reclaim spin where the real kernel hardly waits. Two faults of the
+//! simulation, not of the lock, were behind that: a task gave up its CPU
+//! after every piece of work and queued again (a reclaimer, batch after
+//! batch, waited for every CPU-bound task's slice; sched.rs now keeps the
+//! CPU until the task blocks or its slice ends), and kswapd never paid
+//! its put-back's spin (below). docs/fidelity.md, "The CPU a task keeps,
+//! and the lock turned on", has the scores with and without it.
+//!
+//! A waiter waits at most for one hold like its own per other CPU: a
+//! booking is made when a task's work is due, and with more runnable
+//! tasks than CPUs more of them can arrive at one instant than a
+//! spinlock's queue, which only running CPUs join, could hold.
 //!
 //! The lock's other takers (mm/swap.c, 5.15): a task's LRU additions
 //! (faults, swap-ins, page-cache inserts) take it once per `PAGEVEC_SIZE`
@@ -77,14 +75,12 @@
 //! the batch's CPU work that follows (tasks pay CPU after the fact, see
 //! sched.rs), so a task that must queue for a CPU keeps its turn meanwhile.
 //!
-//! Measured effect (2026-11-27, one 60 s step of 30 workers on
-//! testbox-2021, v5.15, `lru_lock.page_ns=150`): with the other takers the
-//! mmap-latency worker spins a fraction of a second in 76 s (its Max-99
-//! 211 ms against 154 ms without them, 1,064 ms with the lock off), while
-//! the direct reclaimers, who queue behind kswapd and each other, scan 2.6
-//! million pages instead of 30 million (502 million with the lock off).
-//! The letters' direct scanning is of the lock-off size, one reason the
-//! lock stays off by default.
+//! Measured effect (2026-11-27, late; docs/fidelity.md): at full size
+//! (`testbox-2021`, 32 CPUs) the storms' direct scanning is bounded by
+//! the two nodes' locks: the series' comes within a factor of 2 of the
+//! letter's, 5.15's falls to 0.18 of it (its real storms scanned 2,000
+//! million pages, more than these holds let through in the simulated
+//! storms' length), and kswapd's scanning comes within for both.
 
 use crate::Kernel;
 
