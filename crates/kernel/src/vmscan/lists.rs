@@ -661,12 +661,19 @@ pub(super) async fn shrink_inactive_list(
         nr_reclaimed += r;
         nr_activate += a;
     }
-    let (v1_dirty_throttle, putback_spin) = {
+    // move_folios_to_lru() under the lock (lru_note_cost() right after
+    // takes it again, briefly: counted as part of this hold). The spin
+    // comes first, paid now: the task spins with its batch still isolated
+    // (NR_ISOLATED_* fall only under the lock, 5.15 shrink_inactive_list),
+    // and a reclaimer that scans on without blocking (kswapd, a long
+    // direct reclaim pass) must not take its next batch before its CPU
+    // has got through this put-back.
+    let putback_spin = w.k().lru_lock(nid, memcg, nr_taken - nr_reclaimed);
+    if putback_spin > 0 {
+        run_on_cpu(w, 0, putback_spin).await;
+    }
+    let v1_dirty_throttle = {
         let mut k = w.k();
-        // move_folios_to_lru() under the lock (lru_note_cost() right after
-        // takes it again, briefly: counted as part of this hold); the
-        // spinning is paid before the next batch (below).
-        let putback_spin = k.lru_lock(nid, memcg, nr_taken - nr_reclaimed);
         for &pfn in &pages {
             k.free_reclaimed(pfn);
         }
@@ -749,15 +756,8 @@ pub(super) async fn shrink_inactive_list(
             }
             CongestionFlags::PerPass => None,
         };
-        ((v1_dirty, per_batch), putback_spin)
+        (v1_dirty, per_batch)
     };
-    // The put-back's spin is the batch's last CPU work: paid now, not as
-    // debt, or a reclaimer that scans on without blocking (kswapd, a long
-    // direct reclaim pass) would take its next batch before its CPU had
-    // got through the previous put-back, and jump the lock's queue.
-    if putback_spin > 0 {
-        run_on_cpu(w, 0, putback_spin).await;
-    }
     if v1_dirty_throttle.0 {
         let site = w.k().profile.memcg_v1_dirty;
         throttle_at(w, site, nid).await;
@@ -860,7 +860,6 @@ pub(super) async fn shrink_active_list(
     let cost = spin + pages.len() as u64 * w.k().params.cost_scan_ns;
     run_on_cpu(w, 0, cost).await;
     let mut k = w.k();
-    let putback_spin = k.lru_lock(nid, memcg, pages.len() as u64);
     let n = pages.len() as u64;
     for &pfn in &pages {
         // folio_referenced() clears the young bits; the result only
@@ -878,10 +877,22 @@ pub(super) async fn shrink_active_list(
             p.set(pg::WORKINGSET);
         }
     }
-    // The reverse-map walks of the mapped pages among them and the
-    // put-back's spin, paid as the batch's last CPU work (below).
+    // The reverse-map walks of the mapped pages among them, then the
+    // put-back under the lock, the pages isolated until it is taken (5.15
+    // shrink_active_list: folio_referenced for each, then
+    // spin_lock_irq(&lruvec->lru_lock), move_pages_to_lru and
+    // NR_ISOLATED_* down).
     let walks = std::mem::take(&mut k.rmap_walks);
-    let c = walks * k.params.cost_rmap_ns + putback_spin;
+    let c = walks * k.params.cost_rmap_ns;
+    drop(k);
+    if c > 0 {
+        run_on_cpu(w, 0, c).await;
+    }
+    let putback_spin = w.k().lru_lock(nid, memcg, n);
+    if putback_spin > 0 {
+        run_on_cpu(w, 0, putback_spin).await;
+    }
+    let mut k = w.k();
     k.move_folios_to_lru(nid, memcg, &pages);
     k.recycle_pfn_vec(pages);
     k.count(Ev::Pgdeactivate, n);
@@ -892,8 +903,4 @@ pub(super) async fn shrink_active_list(
         NodeStat::NrIsolatedAnon
     };
     k.nodes[nid].mod_state(item, -(n as i64));
-    drop(k);
-    if c > 0 {
-        run_on_cpu(w, 0, c).await;
-    }
 }
