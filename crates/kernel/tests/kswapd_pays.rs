@@ -13,11 +13,7 @@
 mod common;
 
 use reclaimlab_kernel::kernel::TaskKind;
-use reclaimlab_kernel::machine::Machine;
 use reclaimlab_kernel::mm::anon::touch_anon;
-use reclaimlab_kernel::params::Params;
-use reclaimlab_kernel::profile::profile;
-use reclaimlab_kernel::{boot, SimConfig};
 
 /// 4 CPUs, 256 MiB, swap on a fast disk: four hogs of 80 MiB each keep
 /// kswapd waking and sleeping.
@@ -26,12 +22,8 @@ const MS: u64 = 1_000_000;
 
 #[test]
 fn a_sleeping_kswapd_owes_no_cpu() {
-    let m = Machine::from_toml(MACHINE, "test").unwrap();
-    let p = profile("v5.15").unwrap();
-    let mut params = Params::defaults(p);
     // The lock modelled at its measured hold: the put-back spins.
-    params.set("lru_lock.page_ns", "223").unwrap();
-    let w = boot(&SimConfig::new(m, p, params, 1));
+    let w = common::boot_v515(MACHINE, &[("lru_lock.page_ns", "223")]);
     let pages = 80 * 256;
     for i in 0..4 {
         let t = w.k().new_task("hog", TaskKind::User, 0);

@@ -7,13 +7,11 @@
 //! queue, it would wait behind a CPU-bound task's whole slice for every
 //! few microseconds of work.
 
+mod common;
+
 use reclaimlab_kernel::engine::World;
 use reclaimlab_kernel::kernel::TaskKind;
-use reclaimlab_kernel::machine::Machine;
-use reclaimlab_kernel::params::Params;
-use reclaimlab_kernel::profile::profile;
 use reclaimlab_kernel::sched::run_on_cpu;
-use reclaimlab_kernel::{boot, SimConfig};
 use std::cell::Cell;
 use std::rc::Rc;
 
@@ -25,9 +23,7 @@ const MS: u64 = 1_000_000;
 /// work is done in tens of milliseconds, not in 1,000 waits for a slice.
 #[test]
 fn a_task_working_in_small_pieces_gets_its_share() {
-    let m = Machine::from_toml(MACHINE, "test").unwrap();
-    let p = profile("v5.15").unwrap();
-    let w: Rc<World> = boot(&SimConfig::new(m, p, Params::defaults(p), 1));
+    let w: Rc<World> = common::boot_v515(MACHINE, &[]);
     for _ in 0..2 {
         let t = w.k().new_task("hog", TaskKind::User, 0);
         let w2 = w.clone();

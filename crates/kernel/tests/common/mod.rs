@@ -1,4 +1,6 @@
 //! Set-up shared by the kernel crate's integration tests.
+// Each test crate uses some of these.
+#![allow(dead_code)]
 
 use reclaimlab_kernel::engine::World;
 use reclaimlab_kernel::kernel::TaskKind;
@@ -22,4 +24,16 @@ pub fn boot_one_writer(machine: &str, pages: u32) -> Rc<World> {
         let _ = file_write(&w2, f, 0, pages).await;
     });
     w
+}
+
+/// Boots `machine` (TOML) under v5.15 with the parameters `set`
+/// changed from their defaults.
+pub fn boot_v515(machine: &str, set: &[(&str, &str)]) -> Rc<World> {
+    let m = Machine::from_toml(machine, "test").unwrap();
+    let p = profile("v5.15").unwrap();
+    let mut params = Params::defaults(p);
+    for (name, value) in set {
+        params.set(name, value).unwrap();
+    }
+    boot(&SimConfig::new(m, p, params, 1))
 }
