@@ -188,6 +188,12 @@ impl Kernel {
         }
         self.cpus.holder[c] = None;
         self.tasks[t as usize].slice_left = 0;
+        // (An exiting task left the queue in `task_exited` → `Cpus::forget`.)
+        debug_assert!(self
+            .cpus
+            .runqueue
+            .values()
+            .all(|e| !self.exec.sched[e.0 as usize].exited));
         // pick_next_entity(): the smallest vruntime, earliest arrival on ties.
         if let Some((_, (next, seq, since))) = self.cpus.runqueue.pop_first() {
             let now = self.exec.now();
@@ -236,7 +242,7 @@ pub async fn run_on_cpu(w: &World, mut user: u64, mut sys: u64) {
             if holds {
                 w.k().release_cpu();
             }
-            let got = w.k().take_cpu(std::mem::take(&mut waking));
+            let got = w.k().take_cpu(waking);
             if !got {
                 w.block(None).await;
             }

@@ -669,9 +669,7 @@ pub(super) async fn shrink_inactive_list(
     // direct reclaim pass) must not take its next batch before its CPU
     // has got through this put-back.
     let putback_spin = w.k().lru_lock(nid, memcg, nr_taken - nr_reclaimed);
-    if putback_spin > 0 {
-        run_on_cpu(w, 0, putback_spin).await;
-    }
+    run_on_cpu(w, 0, putback_spin).await;
     let v1_dirty_throttle = {
         let mut k = w.k();
         for &pfn in &pages {
@@ -885,13 +883,9 @@ pub(super) async fn shrink_active_list(
     let walks = std::mem::take(&mut k.rmap_walks);
     let c = walks * k.params.cost_rmap_ns;
     drop(k);
-    if c > 0 {
-        run_on_cpu(w, 0, c).await;
-    }
+    run_on_cpu(w, 0, c).await;
     let putback_spin = w.k().lru_lock(nid, memcg, n);
-    if putback_spin > 0 {
-        run_on_cpu(w, 0, putback_spin).await;
-    }
+    run_on_cpu(w, 0, putback_spin).await;
     let mut k = w.k();
     k.move_folios_to_lru(nid, memcg, &pages);
     k.recycle_pfn_vec(pages);

@@ -14,9 +14,7 @@ use std::rc::Rc;
 /// Boots `machine` (TOML) under v5.15 and starts one task that writes
 /// `pages` pages of a new file on its first device once, then exits.
 pub fn boot_one_writer(machine: &str, pages: u32) -> Rc<World> {
-    let m = Machine::from_toml(machine, "test").unwrap();
-    let p = profile("v5.15").unwrap();
-    let w = boot(&SimConfig::new(m, p, Params::defaults(p), 1));
+    let w = boot_v515(machine, &[]);
     let f = w.k().create_file(0, pages);
     let t = w.k().new_task("writer", TaskKind::User, 0);
     let w2 = w.clone();
