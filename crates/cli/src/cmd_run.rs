@@ -161,6 +161,22 @@ enum Worker {
         #[arg(long, default_value_t = 0)]
         t0_mono_ns: u64,
     },
+    /// mapped-file-stream: one byte per page of FILES through shared
+    /// read-only mappings with MADV_RANDOM, PASSES times.
+    MmapFileReader {
+        /// The files (made by the runner).
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Passes over the files (0: until killed).
+        #[arg(long, default_value_t = 1)]
+        passes: u32,
+        /// Random pages (as many reads a pass as pages, with repeats) instead of in order.
+        #[arg(long)]
+        random: bool,
+        /// Seed of the random order.
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
     /// fs_mark-like creation of files round-robin in DIRS directories of DIR.
     FsCreate {
         /// Directory (the run's filesystem image).
@@ -471,6 +487,15 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
                 t0_mono_ns,
                 stop,
             )?
+        }
+        Worker::MmapFileReader {
+            files,
+            passes,
+            random,
+            seed,
+        } => {
+            reclaimlab_host::workers::set_comm("mapped-file-stream");
+            reclaimlab_host::workers::mmap_file_reader(&files, random, passes, seed, stop)?
         }
         Worker::FsCreate {
             dir,

@@ -9,11 +9,10 @@
 use reclaimlab_workload::spec::{Pattern, Spec, WorkerKind, WorkerSpec};
 use reclaimlab_workload::stutterp::{StepPlan, StutterpParams, MIB};
 
-use crate::error::HostError;
 use crate::fio;
 
 /// One of reclaimlab's own worker processes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Proc {
     /// `reclaimlab worker memory-hog BYTES`.
     Hog {
@@ -46,6 +45,31 @@ pub enum Proc {
         file_size: u64,
         /// Process number (file names), from 0.
         index: u32,
+    },
+    /// `reclaimlab worker mmap-file-reader` (workers.rs): one byte per
+    /// page of its files through a shared read-only mapping with
+    /// `MADV_RANDOM`, as Johannes Weiner's mapped-file-stream.c; the
+    /// runner makes the files first (step.rs).
+    MmapFileReader {
+        /// The spec worker (0-based), which names its files.
+        worker: usize,
+        /// This process among the worker's `count`, from 0.
+        index: u32,
+        /// Files per process (or per worker, if `shared`).
+        files: u64,
+        /// Bytes per file.
+        file_bytes: u64,
+        /// Holes only: every fault zero-fills, no device read.
+        sparse: bool,
+        /// Random pages (with repeats, a file's page count per pass) rather
+        /// than in order.
+        random: bool,
+        /// Passes before it exits (0: until the step ends).
+        passes: u32,
+        /// Every process maps the worker's one set of files.
+        shared: bool,
+        /// The spec device its files live on (`None`: the data directory).
+        device: Option<String>,
     },
 }
 
@@ -176,9 +200,9 @@ pub fn stutterp_steps(
         .collect()
 }
 
-/// The single step of a TOML workload spec; an error names a worker kind the
-/// real runner cannot start yet.
-pub fn spec_step(spec: &Spec, file: &str) -> Result<StepWork, HostError> {
+/// The single step of a TOML workload spec (every worker kind has a real
+/// counterpart).
+pub fn spec_step(spec: &Spec) -> StepWork {
     let mut early = Vec::new();
     let mut late = Vec::new();
     let mut fio_procs = Vec::new();
@@ -265,6 +289,50 @@ pub fn spec_step(spec: &Spec, file: &str) -> Result<StepWork, HostError> {
                     w.file_size
                 ));
             }
+            WorkerKind::MmapFileReader => {
+                let sets = if w.shared { 1 } else { u64::from(w.count) };
+                if w.device.is_none() && !w.sparse {
+                    disk += sets * w.files * w.file_mib * MIB;
+                }
+                for index in 0..w.count {
+                    list.push((
+                        Proc::MmapFileReader {
+                            worker: i,
+                            index,
+                            files: w.files,
+                            file_bytes: w.file_mib * MIB,
+                            sparse: w.sparse,
+                            random: w.pattern == Pattern::Random,
+                            passes: w.passes,
+                            shared: w.shared,
+                            device: w.device.clone(),
+                        },
+                        w.cgroup.clone(),
+                    ));
+                }
+                parts.push(format!(
+                    "{} mmap-file-reader(s) of {} {}file(s) of {} MiB{}, {}, {}{at}",
+                    w.count,
+                    w.files,
+                    if w.sparse { "sparse " } else { "" },
+                    w.file_mib,
+                    if w.shared && w.count > 1 {
+                        " shared"
+                    } else {
+                        ""
+                    },
+                    if w.pattern == Pattern::Random {
+                        "random pages"
+                    } else {
+                        "in order"
+                    },
+                    if w.passes == 0 {
+                        "endless".to_string()
+                    } else {
+                        format!("{} pass(es)", w.passes)
+                    }
+                ));
+            }
             WorkerKind::FileWriter | WorkerKind::FileReader => {
                 if w.device.is_none() {
                     disk += u64::from(w.count) * w.files * w.file_mib * MIB;
@@ -289,25 +357,16 @@ pub fn spec_step(spec: &Spec, file: &str) -> Result<StepWork, HostError> {
                     finite: w.is_finite(),
                 });
             }
-            other => {
-                return Err(HostError::with_fix(
-                    format!(
-                        "{file}: worker kind {other:?} is not supported by `reclaimlab run` yet \
-                         (it runs anon-hog, file-writer, file-reader and mmap-latency)"
-                    ),
-                    format!("simulate it with `reclaimlab sim {file}`, or drop that [[worker]]"),
-                ))
-            }
         }
     }
-    Ok(StepWork {
+    StepWork {
         step: 1,
         describe: parts.join(", "),
         fio: fio_procs,
         disk_bytes: disk,
         early,
         late,
-    })
+    }
 }
 
 /// The fio job file of one spec worker (index `i`, 0-based): buffered
@@ -356,7 +415,7 @@ mod tests {
     #[test]
     fn spec_becomes_one_step() {
         let spec = Spec::parse(SPEC, "mix.toml").unwrap();
-        let st = spec_step(&spec, "mix.toml").unwrap();
+        let st = spec_step(&spec);
         assert_eq!(st.step, 1);
         assert!(st.early.is_empty());
         assert_eq!(
@@ -389,10 +448,54 @@ mod tests {
         );
     }
 
+    /// The built-in mapped-file-stream: one reader of its own sparse 4 GiB
+    /// file, after the warmup, finite; no disk space (holes); a shared
+    /// worker of two processes and written files needs one set of blocks.
+    #[test]
+    fn mapped_file_stream_is_a_real_worker() {
+        let spec = Spec::builtin("mapped-file-stream").unwrap();
+        let st = spec_step(&spec);
+        assert!(st.fio.is_empty() && st.early.is_empty());
+        assert_eq!(
+            st.late,
+            vec![(
+                Proc::MmapFileReader {
+                    worker: 0,
+                    index: 0,
+                    files: 1,
+                    file_bytes: 4096 * MIB,
+                    sparse: true,
+                    random: false,
+                    passes: 1,
+                    shared: false,
+                    device: None,
+                },
+                None
+            )]
+        );
+        assert_eq!(st.disk_bytes, 0);
+        let shared = Spec::parse(
+            "name = \"s\"\nduration_s = 30\n[[worker]]\nkind = \"mmap-file-reader\"\n\
+             count = 2\nfiles = 3\nfile_mib = 8\npattern = \"random\"\n",
+            "s.toml",
+        )
+        .unwrap();
+        let st = spec_step(&shared);
+        assert_eq!(st.late.len(), 2);
+        assert_eq!(st.disk_bytes, 3 * 8 * MIB, "one set of files for both");
+        assert!(
+            st.describe.contains(
+                "2 mmap-file-reader(s) of 3 file(s) of 8 MiB shared, random pages, endless"
+            ),
+            "{}",
+            st.describe
+        );
+    }
+
     #[test]
     fn memcg_congestion_places_each_fio_in_its_cgroup_and_device() {
         let spec = Spec::builtin("memcg-congestion").unwrap();
-        let st = spec_step(&spec, "memcg-congestion").unwrap();
+        let st = spec_step(&spec);
         assert_eq!(st.fio.len(), 2);
         let (w, r) = (&st.fio[0], &st.fio[1]);
         assert_eq!(

@@ -1,4 +1,4 @@
-//! stutterp's own worker programs, run as hidden subcommands of the binary
+//! reclaimlab's own worker programs, run as hidden subcommands of the binary
 //! (`reclaimlab worker mmap-latency …`, `reclaimlab worker memory-hog SIZE`).
 //!
 //! They mirror mmtests' `mmap-latency.c` and `memory-hog.c` (mmtests-method.md
@@ -6,6 +6,10 @@
 //! the ends of consecutive iterations minus the sleep, in µs, exactly as the
 //! simulated worker records it — as a `t_s value_us` line, written straight to
 //! the file so a killed worker loses nothing.
+//!
+//! `reclaimlab worker mmap-file-reader` is Johannes Weiner's 2010
+//! mapped-file-stream.c (one byte per page of a shared file mapping with
+//! `MADV_RANDOM`), for the spec kind `mmap-file-reader`.
 
 use std::fs;
 use std::io::Write;
@@ -144,6 +148,119 @@ pub fn memory_hog(bytes: u64, stop: Arc<AtomicBool>) -> Result<()> {
     Ok(())
 }
 
+/// Makes a file for [`mmap_file_reader`]: `sparse`, a hole of `bytes`
+/// (`ftruncate`, as mapped-file-stream.c does); otherwise `bytes` of zeros
+/// written, synced and dropped from the page cache, so that the reader's
+/// faults read the disk, as the simulator's files start on the device
+/// uncached. A file already of that size is left as it is (the processes
+/// of a shared worker use one set).
+pub fn make_reader_file(path: &Path, bytes: u64, sparse: bool) -> Result<()> {
+    use std::os::unix::io::AsRawFd;
+    if fs::metadata(path).is_ok_and(|m| m.len() == bytes) {
+        return Ok(());
+    }
+    let f = fs::File::create(path).map_err(|e| HostError::io("cannot create", path, e))?;
+    if sparse {
+        return f
+            .set_len(bytes)
+            .map_err(|e| HostError::io("cannot size", path, e));
+    }
+    let mut w = std::io::BufWriter::with_capacity(1 << 20, &f);
+    let zeros = vec![0u8; 1 << 20];
+    let mut left = bytes;
+    while left > 0 {
+        let n = left.min(zeros.len() as u64) as usize;
+        w.write_all(&zeros[..n])
+            .map_err(|e| HostError::io("cannot write", path, e))?;
+        left -= n as u64;
+    }
+    w.flush()
+        .map_err(|e| HostError::io("cannot write", path, e))?;
+    drop(w);
+    f.sync_data()
+        .map_err(|e| HostError::io("cannot sync", path, e))?;
+    // SAFETY: fadvise on an open descriptor; advice only.
+    unsafe { libc::posix_fadvise(f.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    Ok(())
+}
+
+/// The mapped-file-stream reader (Johannes Weiner, linux-mm, 2010): maps
+/// each file `MAP_SHARED` read-only with `MADV_RANDOM` (no readahead) and
+/// reads one byte per page, in order or at random pages (as many reads as
+/// the file has pages, with repeats, xorshift from `seed`), `passes` times
+/// (0: until `stop`). Each pass goes over the files one after another, as
+/// the simulated reader (`crates/workload/src/workers.rs`) does.
+pub fn mmap_file_reader(
+    paths: &[std::path::PathBuf],
+    random: bool,
+    passes: u32,
+    seed: u64,
+    stop: Arc<AtomicBool>,
+) -> Result<()> {
+    use std::os::unix::io::AsRawFd;
+    let page = sys::page_size() as usize;
+    let mut maps = Vec::new();
+    for path in paths {
+        let f = fs::File::open(path).map_err(|e| HostError::io("cannot open", path, e))?;
+        let len = f
+            .metadata()
+            .map_err(|e| HostError::io("cannot stat", path, e))?
+            .len() as usize;
+        if len < page {
+            return Err(HostError::new(format!(
+                "{}: {len} bytes, less than a page: nothing to map",
+                path.display()
+            )));
+        }
+        // SAFETY: a shared read-only mapping of an open file, checked below.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                f.as_raw_fd(),
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(HostError::new(format!(
+                "mmap of {} ({len} bytes) failed: {}",
+                path.display(),
+                std::io::Error::last_os_error()
+            )));
+        }
+        // SAFETY: advice on the mapping just made.
+        unsafe { libc::madvise(p, len, libc::MADV_RANDOM) };
+        maps.push((p.cast::<u8>(), len / page));
+    }
+    let mut rng = seed | 1;
+    let mut sum = 0u64;
+    let mut pass = 0;
+    'passes: while passes == 0 || pass < passes {
+        for &(p, pages) in &maps {
+            for i in 0..pages {
+                let j = if random {
+                    rng ^= rng << 13;
+                    rng ^= rng >> 7;
+                    rng ^= rng << 17;
+                    (rng % pages as u64) as usize
+                } else {
+                    i
+                };
+                // SAFETY: j < pages, inside the mapping.
+                sum = sum.wrapping_add(u64::from(unsafe { p.add(j * page).read_volatile() }));
+                if i % 4096 == 0 && stop.load(Ordering::Relaxed) {
+                    break 'passes;
+                }
+            }
+        }
+        pass += 1;
+    }
+    std::hint::black_box(sum);
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,5 +282,41 @@ mod tests {
             parse_latency_file("1.0 2.5\n2.0 3\n3.0"),
             vec![(1.0, 2.5), (2.0, 3.0)]
         );
+    }
+
+    /// A sparse file is made at its size without blocks, a written one with
+    /// them; the reader maps and reads both, in order and at random, and
+    /// names the file it cannot map.
+    #[test]
+    fn mmap_file_reader_reads_sparse_and_written_files() {
+        let dir = std::env::temp_dir().join(format!("rl-mmapread-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let (sparse, written) = (dir.join("s"), dir.join("w"));
+        make_reader_file(&sparse, 64 << 20, true).unwrap();
+        make_reader_file(&written, 1 << 20, false).unwrap();
+        use std::os::unix::fs::MetadataExt;
+        let ms = fs::metadata(&sparse).unwrap();
+        assert_eq!(ms.len(), 64 << 20);
+        assert!(
+            ms.blocks() * 512 < 1 << 20,
+            "sparse: {} blocks",
+            ms.blocks()
+        );
+        let mw = fs::metadata(&written).unwrap();
+        assert_eq!(mw.len(), 1 << 20);
+        assert!(
+            mw.blocks() * 512 >= 1 << 20,
+            "written: {} blocks",
+            mw.blocks()
+        );
+        let stop = Arc::new(AtomicBool::new(false));
+        let files = [sparse.clone(), written.clone()];
+        mmap_file_reader(&files, false, 2, 7, stop.clone()).unwrap();
+        mmap_file_reader(&files, true, 1, 7, stop.clone()).unwrap();
+        let tiny = dir.join("t");
+        fs::write(&tiny, b"x").unwrap();
+        let e = mmap_file_reader(&[tiny.clone()], false, 1, 7, stop).unwrap_err();
+        assert!(e.to_string().contains("less than a page"), "{e}");
+        let _ = fs::remove_dir_all(&dir);
     }
 }

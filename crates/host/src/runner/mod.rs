@@ -969,7 +969,7 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
                     latency_samples += 1;
                 }
                 notes.push(format!(
-                    "step {t}: {label} (fio, pid {pid}) finished its passes in {:.3} s",
+                    "step {t}: {label} (pid {pid}) finished its passes in {:.3} s",
                     us / 1e6
                 ));
             }

@@ -136,7 +136,7 @@ pub(super) fn plan_run(opts: &RunOptions, source: &Source) -> Result<RunPlan> {
             )
         }
         Source::Spec(spec) => (
-            vec![plan::spec_step(spec, &opts.workload)?],
+            vec![plan::spec_step(spec)],
             opts.duration_s.map_or(spec.duration_s, |d| d as f64),
             Some(spec.warmup_s),
         ),

@@ -103,7 +103,7 @@ pub(super) fn run_step(ctx: &StepCtx, work: &plan::StepWork, out: &mut StepOut) 
         }
         Ok(())
     };
-    let spawn = |p: &plan::Placed, out: &mut StepOut| -> Result<()> {
+    let spawn = |p: &plan::Placed, out: &mut StepOut| -> Result<u32> {
         let mut c = Command::new(&ctx.opts.exe);
         let comm = match p.0 {
             plan::Proc::Hog { bytes } => {
@@ -157,6 +157,37 @@ pub(super) fn run_step(ctx: &StepCtx, work: &plan::StepWork, out: &mut StepOut) 
                 ]);
                 "fs_mark"
             }
+            plan::Proc::MmapFileReader {
+                worker,
+                index,
+                files,
+                file_bytes,
+                sparse,
+                random,
+                passes,
+                shared,
+                ref device,
+            } => {
+                let dir = match device {
+                    Some(_) => (ctx.dir_for)(device.as_deref()),
+                    None => default_dir.clone(),
+                };
+                fs::create_dir_all(&dir).map_err(|e| HostError::io("cannot create", &dir, e))?;
+                let owner = if shared { 0 } else { index };
+                c.args(["worker", "mmap-file-reader", "--passes"])
+                    .arg(passes.to_string())
+                    .arg("--seed")
+                    .arg((u64::from(index) + 1).to_string());
+                if random {
+                    c.arg("--random");
+                }
+                for f in 0..files {
+                    let path = dir.join(format!("mmap-{}.{owner}.{f}", worker + 1));
+                    crate::workers::make_reader_file(&path, file_bytes, sparse)?;
+                    c.arg(path);
+                }
+                "mapped-file-stream"
+            }
         };
         c.stdin(Stdio::null());
         if matches!(p.0, plan::Proc::Mlock { .. } | plan::Proc::FsCreate { .. }) {
@@ -180,7 +211,7 @@ pub(super) fn run_step(ctx: &StepCtx, work: &plan::StepWork, out: &mut StepOut) 
             ))
         })?;
         out.pids.push((comm.to_string(), ch.id()));
-        Ok(())
+        Ok(ch.id())
     };
     if !work.fio.is_empty() {
         let _ = fs::remove_dir_all(&default_dir);
@@ -190,8 +221,19 @@ pub(super) fn run_step(ctx: &StepCtx, work: &plan::StepWork, out: &mut StepOut) 
     for fp in work.fio.iter().filter(|f| f.early) {
         spawn_fio(fp, out, &mut alive_checks, &mut finite)?;
     }
+    // A finite reclaimlab worker (a mapped-file-stream reader's `passes`):
+    // its run time is a sample, and the step ends when every such worker
+    // and every finite fio has.
+    let finite_worker = |p: &plan::Placed| match p.0 {
+        plan::Proc::MmapFileReader { passes, .. } => passes > 0,
+        _ => false,
+    };
     for p in &work.early {
-        spawn(p, out)?;
+        let start = sys::mono_ns();
+        let pid = spawn(p, out)?;
+        if finite_worker(p) {
+            finite.push(("mapped-file-stream".into(), pid, start));
+        }
     }
     // A fio that exits during the step failed, unless the kernel's OOM
     // killer acted in the run's cgroups meanwhile: a kill is the workload's
@@ -252,7 +294,11 @@ pub(super) fn run_step(ctx: &StepCtx, work: &plan::StepWork, out: &mut StepOut) 
         spawn_fio(fp, out, &mut alive_checks, &mut finite)?;
     }
     for p in &work.late {
-        spawn(p, out)?;
+        let start = sys::mono_ns();
+        let pid = spawn(p, out)?;
+        if finite_worker(p) {
+            finite.push(("mapped-file-stream".into(), pid, start));
+        }
     }
     // The duration, or until every finite worker is done.
     let end = sys::mono_ns() + (ctx.duration_s * 1e9) as u64;
