@@ -315,7 +315,7 @@ mod tests {
         mmap_file_reader(&files, true, 1, 7, stop.clone()).unwrap();
         let tiny = dir.join("t");
         fs::write(&tiny, b"x").unwrap();
-        let e = mmap_file_reader(&[tiny.clone()], false, 1, 7, stop).unwrap_err();
+        let e = mmap_file_reader(std::slice::from_ref(&tiny), false, 1, 7, stop).unwrap_err();
         assert!(e.to_string().contains("less than a page"), "{e}");
         let _ = fs::remove_dir_all(&dir);
     }

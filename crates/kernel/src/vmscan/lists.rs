@@ -857,32 +857,33 @@ pub(super) async fn shrink_active_list(
     }
     let cost = spin + pages.len() as u64 * w.k().params.cost_scan_ns;
     run_on_cpu(w, 0, cost).await;
-    let mut k = w.k();
     let n = pages.len() as u64;
-    for &pfn in &pages {
-        // folio_referenced() clears the young bits; the result only
-        // matters for VM_EXEC file pages (none here).
-        if k.frames.get(pfn).test(pg::FILE) {
-            let _ = k.file_referenced(pfn);
-        } else {
-            let _ = k.anon_referenced(pfn);
+    let c = {
+        let mut k = w.k();
+        for &pfn in &pages {
+            // folio_referenced() clears the young bits; the result only
+            // matters for VM_EXEC file pages (none here).
+            if k.frames.get(pfn).test(pg::FILE) {
+                let _ = k.file_referenced(pfn);
+            } else {
+                let _ = k.anon_referenced(pfn);
+            }
+            let p = k.frames.get_mut(pfn);
+            // 5.9.1 shrink_active_list: a !page_evictable page is put back
+            // (culled to the unevictable list by move_folios_to_lru).
+            if crate::mm::mlock::page_evictable(p.flags) {
+                p.clear(pg::ACTIVE);
+                p.set(pg::WORKINGSET);
+            }
         }
-        let p = k.frames.get_mut(pfn);
-        // 5.9.1 shrink_active_list: a !page_evictable page is put back
-        // (culled to the unevictable list by move_folios_to_lru).
-        if crate::mm::mlock::page_evictable(p.flags) {
-            p.clear(pg::ACTIVE);
-            p.set(pg::WORKINGSET);
-        }
-    }
-    // The reverse-map walks of the mapped pages among them, then the
-    // put-back under the lock, the pages isolated until it is taken (5.15
-    // shrink_active_list: folio_referenced for each, then
-    // spin_lock_irq(&lruvec->lru_lock), move_pages_to_lru and
-    // NR_ISOLATED_* down).
-    let walks = std::mem::take(&mut k.rmap_walks);
-    let c = walks * k.params.cost_rmap_ns;
-    drop(k);
+        // The reverse-map walks of the mapped pages among them, then the
+        // put-back under the lock, the pages isolated until it is taken (5.15
+        // shrink_active_list: folio_referenced for each, then
+        // spin_lock_irq(&lruvec->lru_lock), move_pages_to_lru and
+        // NR_ISOLATED_* down).
+        let walks = std::mem::take(&mut k.rmap_walks);
+        walks * k.params.cost_rmap_ns
+    };
     run_on_cpu(w, 0, c).await;
     let putback_spin = w.k().lru_lock(nid, memcg, n);
     run_on_cpu(w, 0, putback_spin).await;
