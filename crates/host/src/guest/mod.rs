@@ -336,27 +336,37 @@ fn preflight(opts: &GuestOptions, data_parent: &Path) -> Result<PathBuf> {
             ));
         }
     }
-    if opts.workload != "stutterp" && !Path::new(&opts.workload).is_file() {
-        return Err(HostError::with_fix(
-            format!("workload `{}`: not stutterp and not a spec file", opts.workload),
-            "reclaimlab run stutterp --kernel …, or a workload spec file (reclaimlab list workloads)",
-        ));
-    }
+    workload_spec_text(&opts.workload)?;
     Ok(qemu)
+}
+
+/// The spec text a guest's `/workload.toml` gets: `None` for stutterp, a
+/// spec file's text, or a built-in spec's (`mapped-file-stream`, …), a file
+/// of that name first, as `run` on the host takes it.
+fn workload_spec_text(workload: &str) -> Result<Option<String>> {
+    if workload == "stutterp" {
+        return Ok(None);
+    }
+    let path = Path::new(workload);
+    if path.is_file() {
+        return fs::read_to_string(path)
+            .map(Some)
+            .map_err(|e| HostError::io("cannot read", path, e));
+    }
+    match reclaimlab_workload::spec::BUILTIN.iter().find(|b| b.0 == workload) {
+        Some(b) => Ok(Some(b.2.to_string())),
+        None => Err(HostError::with_fix(
+            format!("workload `{workload}`: not stutterp, a built-in spec or a spec file"),
+            "reclaimlab run stutterp --kernel …, a built-in spec or a workload spec file (reclaimlab list workloads)",
+        )),
+    }
 }
 
 /// Runs the workload on each kernel in a guest. See the module documentation.
 pub fn run_guests(opts: &GuestOptions, stop: Arc<AtomicBool>) -> Result<GuestOutcome> {
     let data_parent = PathBuf::from("/var/tmp");
     let qemu_bin = preflight(opts, &data_parent)?;
-    let spec_text = if opts.workload == "stutterp" {
-        None
-    } else {
-        Some(
-            fs::read_to_string(&opts.workload)
-                .map_err(|e| HostError::io("cannot read", Path::new(&opts.workload), e))?,
-        )
-    };
+    let spec_text = workload_spec_text(&opts.workload)?;
     let cpuinfo = fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let kvm_opens = fs::OpenOptions::new()
         .read(true)
@@ -455,6 +465,17 @@ pub fn run_guests(opts: &GuestOptions, stop: Arc<AtomicBool>) -> Result<GuestOut
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// stutterp needs no spec; a built-in name gives its text; a name that
+    /// is neither a built-in nor a file is refused, naming both.
+    #[test]
+    fn guest_workloads_take_builtin_specs() {
+        assert_eq!(workload_spec_text("stutterp").unwrap(), None);
+        let t = workload_spec_text("mapped-file-stream").unwrap().unwrap();
+        assert!(t.contains("kind = \"mmap-file-reader\""), "{t}");
+        let e = workload_spec_text("no-such-workload").unwrap_err().to_string();
+        assert!(e.contains("not stutterp, a built-in spec or a spec file"), "{e}");
+    }
 
     #[test]
     fn job_arguments_follow_the_options() {
