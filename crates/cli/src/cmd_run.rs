@@ -52,7 +52,7 @@ pub struct Args {
     /// with --scope host (restored afterwards).
     #[arg(long = "set", value_name = "K=V")]
     pub sets: Vec<String>,
-    /// Seconds each worker count runs after the warmup (stutterp.duration_s).
+    /// Seconds each worker count runs after the warmup (stutterp.duration_s; a spec: its duration_s). With --kernel: stutterp 30 by default (TCG is slow), a spec its own
     #[arg(long, value_name = "S")]
     pub duration: Option<u64>,
     /// The run record directory to write.
@@ -317,9 +317,9 @@ fn run_guests(args: Args, exe: PathBuf) -> anyhow::Result<ExitCode> {
     o.cpus = args.guest_cpus.clamp(1, 64);
     o.repeat = args.repeat.max(1);
     o.sets = parse_sets(&args.sets)?;
-    if let Some(d) = args.duration {
-        o.duration_s = d;
-    }
+    o.duration_s = args
+        .duration
+        .unwrap_or_else(|| guest::default_duration_s(&args.workload));
     o.disk_mb_s = args.disk_mb_s.max(1);
     o.control = match args.control.as_str() {
         "global" => guest::Control::Global,

@@ -56,7 +56,8 @@ pub struct GuestOptions {
     pub repeat: u32,
     /// `--set` pairs passed to the guest's `reclaimlab run`.
     pub sets: Vec<(String, String)>,
-    /// Seconds per workload step (default 30: TCG is slow).
+    /// Seconds per workload step (`run` sets [`default_duration_s`] when
+    /// `--duration` is not given).
     pub duration_s: u64,
     /// The data disk's bandwidth cap, MB/s (qemu `throttling.bps-total`).
     pub disk_mb_s: u64,
@@ -340,6 +341,19 @@ fn preflight(opts: &GuestOptions, data_parent: &Path) -> Result<PathBuf> {
     Ok(qemu)
 }
 
+/// The seconds a guest's workload step runs when `--duration` is not given:
+/// a spec's own `duration_s` (for mapped-file-stream a cap its reader
+/// normally ends well before), stutterp's 30 (TCG is slow). A spec that
+/// cannot be read or parsed gets 30 here and its error from the run.
+pub fn default_duration_s(workload: &str) -> u64 {
+    const STUTTERP_S: u64 = 30;
+    match workload_spec_text(workload) {
+        Ok(Some(text)) => reclaimlab_workload::spec::Spec::parse(&text, workload)
+            .map_or(STUTTERP_S, |s| s.duration_s.ceil().max(1.0) as u64),
+        _ => STUTTERP_S,
+    }
+}
+
 /// The spec text a guest's `/workload.toml` gets: `None` for stutterp, a
 /// spec file's text, or a built-in spec's (`mapped-file-stream`, …), a file
 /// of that name first, as `run` on the host takes it.
@@ -472,6 +486,8 @@ mod tests {
     fn guest_workloads_take_builtin_specs() {
         assert_eq!(workload_spec_text("stutterp").unwrap(), None);
         let t = workload_spec_text("mapped-file-stream").unwrap().unwrap();
+        assert_eq!(default_duration_s("mapped-file-stream"), 600, "the spec's own cap");
+        assert_eq!(default_duration_s("stutterp"), 30);
         assert!(t.contains("kind = \"mmap-file-reader\""), "{t}");
         let e = workload_spec_text("no-such-workload").unwrap_err().to_string();
         assert!(e.contains("not stutterp, a built-in spec or a spec file"), "{e}");
