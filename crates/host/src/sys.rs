@@ -39,6 +39,28 @@ pub fn cpus() -> u32 {
         .unwrap_or(1)
 }
 
+/// A shared read-only mapping of the first `len` bytes of the open file
+/// `f` (the caller unmaps it), or the `mmap` error.
+pub fn map_file_shared_ro(f: &std::fs::File, len: usize) -> std::io::Result<*mut libc::c_void> {
+    use std::os::unix::io::AsRawFd;
+    // SAFETY: a shared read-only mapping of a file the caller holds open;
+    // MAP_FAILED is checked.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            f.as_raw_fd(),
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(p)
+}
+
 /// The page size in bytes.
 pub fn page_size() -> u64 {
     // SAFETY: sysconf has no preconditions.

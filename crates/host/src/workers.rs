@@ -197,7 +197,6 @@ pub fn mmap_file_reader(
     seed: u64,
     stop: Arc<AtomicBool>,
 ) -> Result<()> {
-    use std::os::unix::io::AsRawFd;
     let page = sys::page_size() as usize;
     let mut maps = Vec::new();
     for path in paths {
@@ -212,24 +211,12 @@ pub fn mmap_file_reader(
                 path.display()
             )));
         }
-        // SAFETY: a shared read-only mapping of an open file, checked below.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ,
-                libc::MAP_SHARED,
-                f.as_raw_fd(),
-                0,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(HostError::new(format!(
-                "mmap of {} ({len} bytes) failed: {}",
-                path.display(),
-                std::io::Error::last_os_error()
-            )));
-        }
+        let p = sys::map_file_shared_ro(&f, len).map_err(|e| {
+            HostError::new(format!(
+                "mmap of {} ({len} bytes) failed: {e}",
+                path.display()
+            ))
+        })?;
         // SAFETY: advice on the mapping just made.
         unsafe { libc::madvise(p, len, libc::MADV_RANDOM) };
         maps.push((p.cast::<u8>(), len / page));

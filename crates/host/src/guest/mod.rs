@@ -486,11 +486,20 @@ mod tests {
     fn guest_workloads_take_builtin_specs() {
         assert_eq!(workload_spec_text("stutterp").unwrap(), None);
         let t = workload_spec_text("mapped-file-stream").unwrap().unwrap();
-        assert_eq!(default_duration_s("mapped-file-stream"), 600, "the spec's own cap");
+        assert_eq!(
+            default_duration_s("mapped-file-stream"),
+            600,
+            "the spec's own cap"
+        );
         assert_eq!(default_duration_s("stutterp"), 30);
         assert!(t.contains("kind = \"mmap-file-reader\""), "{t}");
-        let e = workload_spec_text("no-such-workload").unwrap_err().to_string();
-        assert!(e.contains("not stutterp, a built-in spec or a spec file"), "{e}");
+        let e = workload_spec_text("no-such-workload")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("not stutterp, a built-in spec or a spec file"),
+            "{e}"
+        );
     }
 
     #[test]

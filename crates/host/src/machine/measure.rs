@@ -333,21 +333,8 @@ pub(super) fn resident_pages(f: &fs::File, len: u64) -> Option<(usize, usize)> {
     if len == 0 {
         return None;
     }
-    // SAFETY: a private read-only mapping of a regular file we hold open;
-    // unmapped before returning.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ,
-            libc::MAP_SHARED,
-            f.as_raw_fd(),
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return None;
-    }
+    // Unmapped before returning.
+    let p = sys::map_file_shared_ro(f, len).ok()?;
     let n = len.div_ceil(page);
     let mut vec = vec![0u8; n];
     // SAFETY: vec holds one byte per page of the mapping.
