@@ -23,5 +23,21 @@ for k in 5.10:v5.15 6.1:v6.1 5.10-nothp:v5.15 6.1-nothp:v6.1; do
         --set stutterp.workers=2 --set stutterp.warmup_s=5 --set stutterp.duration_s=120 \
         --out out/fidelity/$r --force
 done
+# Other workloads (2026-11-27, late): mapped-file-stream and dirty-pressure,
+# on the host in a memory cgroup (tuning) and in both generations' guests
+# with THPs off (held out).
+$R sim mapped-file-stream --machine docs/fidelity/machines/host-1G.toml --kernel v6.1 \
+    --out out/fidelity/host-mfs-1G --force
+$R sim examples/workloads/dirty-pressure.toml --machine docs/fidelity/machines/host-128M.toml \
+    --kernel v6.1 --out out/fidelity/host-dirty-pressure-128M --force
+for k in 5.10:v5.15 6.1:v6.1; do
+    g=${k%%:*}; p=${k##*:}
+    $R sim mapped-file-stream --machine docs/fidelity/records/guest-$g-mfs --kernel $p \
+        --out out/fidelity/guest-$g-mfs --force
+    # Twice the spec's sizes, as the guests ran it (a guest's cgroup is 256 MiB at least).
+    $R sim examples/workloads/dirty-pressure.toml --machine docs/fidelity/records/guest-$g-dirty-pressure \
+        --kernel $p --set anon-hog.size_mib=68 --set file-writer.file_mib=32 --set mmap-latency.pages=8192 \
+        --out out/fidelity/guest-$g-dirty-pressure --force
+done
 $R fidelity --suite docs/fidelity/suite-tuning.toml
 $R fidelity --suite docs/fidelity/suite-held-out.toml
