@@ -24,7 +24,9 @@ fn committed_suites_name_real_records_that_open() {
         }
     }
     assert_eq!(
-        pairs, 7,
-        "tuning: the host and two 6.1 guest runs; held out: two guests, THPs on and off"
+        pairs, 13,
+        "tuning: the host's stutterp, two 6.1 guest runs, the host's mapped-file-stream and \
+         dirty-pressure; held out: two guests' stutterp with THPs on and off, their \
+         mapped-file-stream and dirty-pressure"
     );
 }
