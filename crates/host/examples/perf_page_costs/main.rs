@@ -50,6 +50,20 @@
 //!   (clean mapped page cache; 6.18's ext4 reads ahead into large folios,
 //!   counted by `mm_filemap_delete_from_page_cache`).
 //!
+//! - `write`: fio's buffered random-write job of the `dirty-pressure`
+//!   workload (1 MiB `pwrite`s at random 1 MiB-aligned offsets over
+//!   `--write-files` files of `--write-file-mib` MiB laid out in `--dir`,
+//!   `posix_fadvise(DONTNEED)` on every file at every pass, as fio's
+//!   `invalidate=1`), one pinned thread in a memory cgroup without a
+//!   (practical) limit. `--write-drop` adds an `fdatasync` before each
+//!   fadvise, so every page is dropped and written again into a new folio
+//!   (page-cache insertion per page). Pages written come from
+//!   `sys_exit_pwrite64`, pages written back by the thread from
+//!   `ext4_writepages_result`, folios inserted and dropped from the
+//!   `filemap` tracepoints; the thread's CPU per page without perf, just
+//!   before it, is printed beside (perf's own cost). `write.rs` has its
+//!   loop, its `WRITE` groups and its table per event.
+//!
 //! Needs root, `perf`, kernel symbols (`/proc/kallsyms` with addresses) and
 //! a memory cgroup (v1's `memory` hierarchy or v2's controller); `anon`
 //! also `mkswap`/`swapon` and 1 GiB in `--dir`. The cgroup, the sparse
@@ -57,11 +71,12 @@
 //! error and on Ctrl-C.
 //!
 //! Run: `cargo run --release -p reclaimlab-host --example perf_page_costs --
-//!      [--workloads reclaim,mmap,anon,mapped-file] [--reps N] [--secs S]
+//!      [--workloads reclaim,mmap,anon,mapped-file,write] [--reps N] [--secs S]
 //!      [--freq HZ] [--warm-s S] [--dir DIR] [--limit-mib M] [--file-mib M]
-//!      [--mmap-mib M] [--map-mib M] [--map-limit-mib M] [--one-cpu]`
+//!      [--mmap-mib M] [--map-mib M] [--map-limit-mib M] [--write-files N]
+//!      [--write-file-mib M] [--write-drop] [--one-cpu]`
 //! Results: docs/bench/cpu-costs.md, "Per-page kernel CPU by function
-//! (perf)" and its subsection on mapped pages.
+//! (perf)" and its subsections on mapped pages and buffered writes.
 //!
 //! **Files.** This one: the arguments, the refusals and the loop over the
 //! workloads; `workloads.rs`: the threads and one repetition; `perf.rs`:
@@ -204,7 +219,7 @@ struct Args {
     one_cpu: bool,
 }
 
-const USAGE: &str = "usage: perf_page_costs [--workloads reclaim,mmap,anon,mapped-file] [--reps N] [--secs S] [--freq HZ] [--warm-s S] [--dir DIR] [--limit-mib M] [--file-mib M] [--mmap-mib M] [--map-mib M] [--map-limit-mib M] [--write-files N] [--write-file-mib M] [--write-drop] [--one-cpu]";
+const USAGE: &str = "usage: perf_page_costs [--workloads reclaim,mmap,anon,mapped-file,write] [--reps N] [--secs S] [--freq HZ] [--warm-s S] [--dir DIR] [--limit-mib M] [--file-mib M] [--mmap-mib M] [--map-mib M] [--map-limit-mib M] [--write-files N] [--write-file-mib M] [--write-drop] [--one-cpu]";
 
 fn parse_args(args: &[String]) -> Result<Args, String> {
     let mut a = Args {

@@ -212,6 +212,8 @@ pub const WRITE: Scheme = Scheme {
             &[],
         ),
         ("new folio: page allocation", ALLOC, &[]),
+        // 6.18's __filemap_get_folio calls it (filemap_alloc_folio inlined).
+        ("new folio: page allocation", &["folio_alloc_noprof"], &[]),
         ("new folio: memcg charge", CHARGE, &[]),
         (
             "new folio: page-cache insert (xarray)",
@@ -512,6 +514,10 @@ pub fn report_write(runs: &[Run]) {
     );
     println!("|---|---|{}---|", "---|".repeat(runs.len()));
     for &(name, per, unit) in rows {
+        if runs.iter().any(|r| per(&r.tally) == 0) {
+            println!("| {name} | {unit} | (none in a run's window) |");
+            continue;
+        }
         let v: Vec<f64> = runs
             .iter()
             .map(|r| {
@@ -543,6 +549,10 @@ mod tests {
             (
                 "new folio: page allocation",
                 "get_page_from_freelist < __alloc_frozen_pages_noprof < alloc_pages_mpol < folio_alloc_noprof < __filemap_get_folio < ext4_da_write_begin < generic_perform_write",
+            ),
+            (
+                "new folio: page allocation",
+                "folio_alloc_noprof < __filemap_get_folio < ext4_da_write_begin",
             ),
             (
                 "new folio: page-cache insert (xarray)",
