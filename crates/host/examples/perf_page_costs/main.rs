@@ -50,6 +50,20 @@
 //!   (clean mapped page cache; 6.18's ext4 reads ahead into large folios,
 //!   counted by `mm_filemap_delete_from_page_cache`).
 //!
+//! - `write`: fio's buffered random-write job of the `dirty-pressure`
+//!   workload (1 MiB `pwrite`s at random 1 MiB-aligned offsets over
+//!   `--write-files` files of `--write-file-mib` MiB laid out in `--dir`,
+//!   `posix_fadvise(DONTNEED)` on every file at every pass, as fio's
+//!   `invalidate=1`), one pinned thread in a memory cgroup without a
+//!   (practical) limit. `--write-drop` adds an `fdatasync` before each
+//!   fadvise, so every page is dropped and written again into a new folio
+//!   (page-cache insertion per page). Pages written come from
+//!   `sys_exit_pwrite64`, pages written back by the thread from
+//!   `ext4_writepages_result`, folios inserted and dropped from the
+//!   `filemap` tracepoints; the thread's CPU per page without perf, just
+//!   before it, is printed beside (perf's own cost). `write.rs` has its
+//!   loop, its `WRITE` groups and its table per event.
+//!
 //! Needs root, `perf`, kernel symbols (`/proc/kallsyms` with addresses) and
 //! a memory cgroup (v1's `memory` hierarchy or v2's controller); `anon`
 //! also `mkswap`/`swapon` and 1 GiB in `--dir`. The cgroup, the sparse
@@ -57,11 +71,12 @@
 //! error and on Ctrl-C.
 //!
 //! Run: `cargo run --release -p reclaimlab-host --example perf_page_costs --
-//!      [--workloads reclaim,mmap,anon,mapped-file] [--reps N] [--secs S]
+//!      [--workloads reclaim,mmap,anon,mapped-file,write] [--reps N] [--secs S]
 //!      [--freq HZ] [--warm-s S] [--dir DIR] [--limit-mib M] [--file-mib M]
-//!      [--mmap-mib M] [--map-mib M] [--map-limit-mib M] [--one-cpu]`
+//!      [--mmap-mib M] [--map-mib M] [--map-limit-mib M] [--write-files N]
+//!      [--write-file-mib M] [--write-drop] [--one-cpu]`
 //! Results: docs/bench/cpu-costs.md, "Per-page kernel CPU by function
-//! (perf)" and its subsection on mapped pages.
+//! (perf)" and its subsections on mapped pages and buffered writes.
 //!
 //! **Files.** This one: the arguments, the refusals and the loop over the
 //! workloads; `workloads.rs`: the threads and one repetition; `perf.rs`:
@@ -73,6 +88,7 @@ mod report;
 mod schemes;
 mod tally;
 mod workloads;
+mod write;
 
 use std::fs::{self, File};
 use std::io::Read;
@@ -99,14 +115,16 @@ enum Workload {
     Mmap,
     Anon,
     MappedFile,
+    Write,
 }
 
 impl Workload {
-    const ALL: [Workload; 4] = [
+    const ALL: [Workload; 5] = [
         Workload::Reclaim,
         Workload::Mmap,
         Workload::Anon,
         Workload::MappedFile,
+        Workload::Write,
     ];
 
     /// Its name in `--workloads` and in perf's data files.
@@ -116,6 +134,7 @@ impl Workload {
             Workload::Mmap => "mmap",
             Workload::Anon => "anon",
             Workload::MappedFile => "mapped-file",
+            Workload::Write => "write",
         }
     }
 
@@ -125,6 +144,7 @@ impl Workload {
             Workload::Reclaim => &RECLAIM,
             Workload::Mmap => &MMAP,
             Workload::Anon | Workload::MappedFile => &MAPPED,
+            Workload::Write => &write::WRITE,
         }
     }
 
@@ -140,6 +160,12 @@ impl Workload {
                 "vmscan:mm_vmscan_lru_shrink_inactive",
                 "vmscan:mm_vmscan_lru_shrink_active",
                 "vmscan:mm_vmscan_write_folio",
+                "filemap:mm_filemap_delete_from_page_cache",
+            ],
+            Workload::Write => &[
+                "syscalls:sys_exit_pwrite64",
+                "ext4:ext4_writepages_result",
+                "filemap:mm_filemap_add_to_page_cache",
                 "filemap:mm_filemap_delete_from_page_cache",
             ],
         }
@@ -164,6 +190,12 @@ impl Workload {
                 "Mapped clean file pages: a sparse {} MiB file mapped shared, read one word a page, pass after pass, in a {} MiB memory cgroup",
                 args.map_mib, args.map_limit_mib
             ),
+            Workload::Write => format!(
+                "Buffered random writes (fio's dirty-pressure job): {} files of {} MiB, 1 MiB pwrites, {}fadvise(DONTNEED) on every file at every pass",
+                args.write_files,
+                args.write_file_mib,
+                if args.write_drop { "fdatasync and " } else { "" }
+            ),
         }
     }
 }
@@ -181,10 +213,13 @@ struct Args {
     mmap_mib: u64,
     map_mib: u64,
     map_limit_mib: u64,
+    write_files: u64,
+    write_file_mib: u64,
+    write_drop: bool,
     one_cpu: bool,
 }
 
-const USAGE: &str = "usage: perf_page_costs [--workloads reclaim,mmap,anon,mapped-file] [--reps N] [--secs S] [--freq HZ] [--warm-s S] [--dir DIR] [--limit-mib M] [--file-mib M] [--mmap-mib M] [--map-mib M] [--map-limit-mib M] [--one-cpu]";
+const USAGE: &str = "usage: perf_page_costs [--workloads reclaim,mmap,anon,mapped-file,write] [--reps N] [--secs S] [--freq HZ] [--warm-s S] [--dir DIR] [--limit-mib M] [--file-mib M] [--mmap-mib M] [--map-mib M] [--map-limit-mib M] [--write-files N] [--write-file-mib M] [--write-drop] [--one-cpu]";
 
 fn parse_args(args: &[String]) -> Result<Args, String> {
     let mut a = Args {
@@ -199,6 +234,9 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
         mmap_mib: 128,
         map_mib: 256,
         map_limit_mib: 64,
+        write_files: 2,
+        write_file_mib: 16,
+        write_drop: false,
         one_cpu: false,
     };
     let mut f = Flags::new(args, USAGE);
@@ -211,7 +249,7 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
                     .map(|w| {
                         let w = w.trim();
                         Workload::ALL.into_iter().find(|k| k.name() == w).ok_or_else(|| format!(
-                            "`--workloads {v}`: `{w}` is not a workload; accepted: reclaim, mmap, anon, mapped-file (comma-separated)"
+                            "`--workloads {v}`: `{w}` is not a workload; accepted: reclaim, mmap, anon, mapped-file, write (comma-separated)"
                         ))
                     })
                     .collect::<Result<_, _>>()?;
@@ -226,6 +264,9 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
             "--mmap-mib" => a.mmap_mib = f.num("the mapping size in MiB")?,
             "--map-mib" => a.map_mib = f.num("the mapping size in MiB")?,
             "--map-limit-mib" => a.map_limit_mib = f.num("the cgroup limit in MiB")?,
+            "--write-files" => a.write_files = f.num("the number of files")?,
+            "--write-file-mib" => a.write_file_mib = f.num("the file size in MiB")?,
+            "--write-drop" => a.write_drop = true,
             "--one-cpu" => a.one_cpu = true,
             _ => return Err(f.unknown()),
         }
@@ -256,6 +297,12 @@ fn parse_args(args: &[String]) -> Result<Args, String> {
         return Err(format!(
             "`--map-mib {}` / `--map-limit-mib {}`: the limit at least 16 and the mapping at least twice the limit (at most 16384), or the toucher rarely reclaims",
             a.map_mib, a.map_limit_mib
+        ));
+    }
+    if !(1..=16).contains(&a.write_files) || !(1..=4096).contains(&a.write_file_mib) {
+        return Err(format!(
+            "`--write-files {}` / `--write-file-mib {}`: 1..=16 files of 1..=4096 MiB",
+            a.write_files, a.write_file_mib
         ));
     }
     if a.workloads.is_empty() {
@@ -300,6 +347,9 @@ fn preflight(args: &Args) -> Result<(), String> {
     });
     if hidden {
         return Err("/proc/kallsyms shows no addresses, so perf cannot name kernel functions; set `sysctl kernel.kptr_restrict=0` for the run and restore it after".into());
+    }
+    if args.workloads.contains(&Workload::Write) {
+        need_disk_dir(&args.dir)?;
     }
     if args
         .workloads
@@ -346,18 +396,21 @@ fn main_root(args: &Args) -> Result<(), String> {
         );
         let prepared = workloads::prepare(args, w)?;
         let file = prepared.file.as_ref().map(|f| f.0.as_path());
+        let files: Vec<PathBuf> = prepared.files.iter().map(|f| f.0.clone()).collect();
         let mut runs = Vec::new();
         for rep in 0..args.reps {
-            runs.push(workloads::run(args, w, file, rep, &stop)?);
+            runs.push(workloads::run(args, w, file, &files, rep, &stop)?);
         }
-        let per = if w == Workload::Mmap {
-            "touched"
-        } else {
-            "scanned"
+        let per = match w {
+            Workload::Mmap => "touched",
+            Workload::Write => "written",
+            _ => "scanned",
         };
         report(&w.title(args), w.scheme(), per, &runs);
-        if matches!(w, Workload::Anon | Workload::MappedFile) {
-            report_per_event(&runs);
+        match w {
+            Workload::Anon | Workload::MappedFile => report_per_event(&runs),
+            Workload::Write => write::report_write(&runs),
+            _ => {}
         }
     }
     Ok(())
@@ -391,6 +444,12 @@ mod tests {
         );
         assert_refused(parse_args, &["--map-mib", "100"], "twice the limit");
         assert_refused(parse_args, &["--secs"], "needs a value");
+        let a = parsed(parse_args, &["--workloads", "write", "--write-files", "3"]);
+        assert_eq!(
+            (a.workloads, a.write_files, a.write_file_mib),
+            (vec![Workload::Write], 3, 16)
+        );
+        assert_refused(parse_args, &["--write-file-mib", "0"], "1..=4096 MiB");
     }
 
     #[test]

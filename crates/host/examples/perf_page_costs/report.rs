@@ -21,7 +21,7 @@ fn mean_sd(v: &[f64]) -> (f64, f64) {
 }
 
 /// "run 1 | run 2 | …", the runs' columns of a table's header.
-fn run_columns(runs: &[Run]) -> String {
+pub fn run_columns(runs: &[Run]) -> String {
     (1..=runs.len())
         .map(|i| format!("run {i}"))
         .collect::<Vec<_>>()
@@ -29,7 +29,7 @@ fn run_columns(runs: &[Run]) -> String {
 }
 
 /// A row's cells: each run's value, then "mean ± sd".
-fn values_and_mean(v: &[f64]) -> String {
+pub fn values_and_mean(v: &[f64]) -> String {
     let (m, sd) = mean_sd(v);
     format!(
         "{} | {m:.1} ± {sd:.1}",
@@ -42,7 +42,7 @@ fn values_and_mean(v: &[f64]) -> String {
 
 /// The samples of the row `name`: all the kernel's, "kernel, rest", one
 /// of `scheme`'s sums, or a group.
-fn samples(scheme: &Scheme, t: &Tally, name: &str) -> u64 {
+pub fn samples(scheme: &Scheme, t: &Tally, name: &str) -> u64 {
     let group = |g: &str| t.groups.get(g).copied().unwrap_or(0);
     match name {
         "**kernel, all**" => t.kernel(),

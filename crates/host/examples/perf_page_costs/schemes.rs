@@ -6,7 +6,7 @@
 /// Where a sample due under a spinlock taken with interrupts off lands.
 pub const UNLOCKS: &[&str] = &["_raw_spin_unlock_irq", "_raw_spin_unlock_irqrestore"];
 
-const ALLOC: &[&str] = &[
+pub const ALLOC: &[&str] = &[
     "filemap_alloc_folio_noprof",
     "vma_alloc_folio_noprof",
     "alloc_pages_mpol",
@@ -16,13 +16,13 @@ const ALLOC: &[&str] = &[
     "alloc_pages_noprof",
     "get_page_from_freelist",
 ];
-const CHARGE: &[&str] = &[
+pub const CHARGE: &[&str] = &[
     "__mem_cgroup_charge",
     "charge_memcg",
     "try_charge_memcg",
     "mem_cgroup_charge",
 ];
-const LRU_ADD: &[&str] = &[
+pub const LRU_ADD: &[&str] = &[
     "folio_batch_move_lru",
     "lru_add",
     "lru_add_fn",
@@ -32,7 +32,7 @@ const LRU_ADD: &[&str] = &[
     "lru_add_drain",
     "lru_add_drain_cpu",
 ];
-const FREE: &[&str] = &[
+pub const FREE: &[&str] = &[
     "free_unref_folios",
     "free_unref_page_list",
     "free_unref_page",
@@ -71,7 +71,7 @@ const PUT_BACK: &[&str] = &[
     "lru_note_cost",
 ];
 /// Unlock callers of an LRU addition's batch.
-const LRU_ADD_UNLOCK: &[&str] = &["folio_batch_move_lru", "__pagevec_lru_add"];
+pub const LRU_ADD_UNLOCK: &[&str] = &["folio_batch_move_lru", "__pagevec_lru_add"];
 /// A page fault's entry and generic handling.
 const FAULT: &[&str] = &[
     "handle_mm_fault",
@@ -545,7 +545,7 @@ mod tests {
 
     #[test]
     fn sums_name_existing_groups() {
-        for scheme in [&RECLAIM, &MMAP, &MAPPED] {
+        for scheme in [&RECLAIM, &MMAP, &MAPPED, &crate::write::WRITE] {
             for (sum, parts) in scheme.sums {
                 for p in *parts {
                     assert!(

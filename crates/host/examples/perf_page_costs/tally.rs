@@ -40,6 +40,22 @@ pub struct Tally {
     /// (`mm_filemap_delete_from_page_cache`).
     pub folios_removed: u64,
     pub pages_removed: u64,
+    /// Page-cache folios inserted and their pages
+    /// (`mm_filemap_add_to_page_cache`).
+    pub folios_added: u64,
+    pub pages_added: u64,
+    /// Pages written back by the thread's writeback
+    /// (`ext4_writepages_result`'s `pages_written`), and /proc/vmstat's
+    /// `nr_written` over the window (the whole machine's).
+    pub wb_pages: u64,
+    pub vm_written: u64,
+    /// Bytes `pwrite` returned (`sys_exit_pwrite64`), in perf's window.
+    pub write_bytes: u64,
+    /// Pages the write loop counted, over a window wider than perf's.
+    pub loop_pages: u64,
+    /// The thread's system and user CPU per page written without perf,
+    /// in ns (measured just before perf, for as long).
+    pub without_perf: Option<(f64, f64)>,
     /// Inactive-list pages found still under writeback.
     pub writeback: u64,
     /// The thread's page faults and major faults (`/proc/.../stat`,
@@ -183,6 +199,19 @@ pub fn count_tracepoints(t: &mut Tally, text: &str) {
         } else if let Some((_, rest)) = h.split_once("filemap:mm_filemap_delete_from_page_cache:") {
             t.folios_removed += 1;
             t.pages_removed += 1 << field(rest, "order").unwrap_or(0).min(20);
+        } else if let Some((_, rest)) = h.split_once("filemap:mm_filemap_add_to_page_cache:") {
+            t.folios_added += 1;
+            t.pages_added += 1 << field(rest, "order").unwrap_or(0).min(20);
+        } else if let Some((_, rest)) = h.split_once("syscalls:sys_exit_pwrite64:") {
+            let ret = rest.trim().trim_start_matches("0x");
+            // An error is a negative return (shown as its 64-bit hex).
+            let n = u64::from_str_radix(ret, 16).unwrap_or(0);
+            t.write_bytes += if (n as i64) < 0 { 0 } else { n };
+        } else if let Some((_, rest)) = h.split_once("ext4:ext4_writepages_result:") {
+            // `key value` pairs here, not `key=value`.
+            let mut words = rest.split_whitespace();
+            let n = words.by_ref().skip_while(|w| *w != "pages_written").nth(1);
+            t.wb_pages += n.and_then(|n| n.parse::<u64>().ok()).unwrap_or(0);
         }
     }
 }
@@ -337,6 +366,32 @@ reader 100 cpu-clock:
                 t.written
             ),
             (32, 32, 10, 1, 11, 2, 1)
+        );
+    }
+
+    #[test]
+    fn write_counts() {
+        let mut t = Tally::default();
+        count_tracepoints(
+            &mut t,
+            "w 1 [001] 1.0: filemap:mm_filemap_add_to_page_cache: dev 254:0 ino bc6f9 pfn=0x417500 ofs=13631488 order=8\n\
+             w 1 [001] 1.0: filemap:mm_filemap_add_to_page_cache: dev 254:0 ino bc6f9 pfn=0x417600 ofs=0 order=0\n\
+             w 1 [001] 1.0: filemap:mm_filemap_delete_from_page_cache: dev 254:0 ino bc706 pfn=0x21db00 ofs=0 order=8\n\
+             w 1 [001] 1.0: ext4:ext4_writepages_result: dev 254,0 ino 771833 ret 0 pages_written 4096 pages_skipped 0 sync_mode 0 writeback_index 0\n\
+             w 1 [001] 1.0: syscalls:sys_exit_pwrite64: 0x100000\n\
+             w 1 [001] 1.0: syscalls:sys_exit_pwrite64: 0xfffffffffffffffc\n",
+        );
+        // A failed call (-EINTR) adds nothing.
+        assert_eq!(t.write_bytes, 1 << 20);
+        assert_eq!(
+            (
+                t.folios_added,
+                t.pages_added,
+                t.folios_removed,
+                t.pages_removed,
+                t.wb_pages
+            ),
+            (2, 257, 1, 256, 4096)
         );
     }
 }

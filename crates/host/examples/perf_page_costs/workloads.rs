@@ -36,6 +36,8 @@ impl Drop for SwapFile {
 /// `anon_reclaim_cost`).
 pub struct Prepared {
     pub file: Option<TempFile>,
+    /// The `write` workload's files, laid out.
+    pub files: Vec<TempFile>,
     _swap: Option<SwapFile>,
 }
 
@@ -43,6 +45,7 @@ pub fn prepare(args: &Args, w: Workload) -> Result<Prepared, String> {
     let pid = std::process::id();
     let mut p = Prepared {
         file: None,
+        files: Vec::new(),
         _swap: None,
     };
     match w {
@@ -69,6 +72,15 @@ pub fn prepare(args: &Args, w: Workload) -> Result<Prepared, String> {
                 .map_err(|e| e.to_string())?;
             p._swap = Some(SwapFile(path));
         }
+        Workload::Write => {
+            eprintln!(
+                "{NAME}: {} files of {} MiB {}/.reclaimlab-perf-{pid}-write.* laid out (removed at the end)",
+                args.write_files,
+                args.write_file_mib,
+                args.dir.display()
+            );
+            p.files = crate::write::lay_out(&args.dir, args.write_files, args.write_file_mib)?;
+        }
         Workload::Anon | Workload::Mmap => {}
     }
     Ok(p)
@@ -86,7 +98,7 @@ struct LoopThread {
 
 /// A loop's body: it runs until the flag is set, and calls the function
 /// once it is set up (then its thread id is known and the start returns).
-type Body = Box<dyn FnOnce(&AtomicBool, &dyn Fn()) -> Result<(), String> + Send>;
+pub type Body = Box<dyn FnOnce(&AtomicBool, &dyn Fn()) -> Result<(), String> + Send>;
 
 impl LoopThread {
     fn start(what: &'static str, cpu: usize, body: Body) -> Result<LoopThread, String> {
@@ -245,7 +257,7 @@ impl Worker {
         }
     }
 
-    /// Stops it. The touching thread's error fails the run; a reader's
+    /// Stops it. The touching (or writing) thread's error fails the run; a reader's
     /// or the mmap loop's does not (as this program always had it).
     fn finish(self) -> Result<(), String> {
         match self {
@@ -263,7 +275,7 @@ impl Worker {
 }
 
 /// Repetition `rep` of `w` (`file`: the workload's sparse file, for
-/// `reclaim` and `mapped-file`). `reclaim` runs the `lru_lock_hold`
+/// `reclaim` and `mapped-file`; `files`: `write`'s files). `reclaim` runs the `lru_lock_hold`
 /// single reader in a `--limit-mib` cgroup, `anon` and `mapped-file` the
 /// toucher in a `--map-limit-mib` one (perf in the parent cgroup: its
 /// buffers must not be reclaimed there), `mmap` its loop in a cgroup
@@ -273,6 +285,7 @@ pub fn run(
     args: &Args,
     w: Workload,
     file: Option<&Path>,
+    files: &[PathBuf],
     rep: usize,
     stop: &AtomicBool,
 ) -> Result<Run, String> {
@@ -283,7 +296,7 @@ pub fn run(
     let (cg, root_procs) = match w {
         Workload::Reclaim => limited_cgroup(args.limit_mib)?,
         Workload::Anon | Workload::MappedFile => limited_cgroup(args.map_limit_mib)?,
-        Workload::Mmap => {
+        Workload::Mmap | Workload::Write => {
             // A memory cgroup of its own without a (practical) limit, one
             // level below the root as the reclaim workload's: the charge
             // path is the same in every run, whichever cgroup this
@@ -291,7 +304,8 @@ pub fn run(
             let cg = ProbeCgroup::create(1 << 62);
             if cg.is_none() {
                 eprintln!(
-                    "{NAME}: no memory cgroup of its own for the mmap loop; it runs in {}",
+                    "{NAME}: no memory cgroup of its own for the {} loop; it runs in {}",
+                    w.name(),
                     memcg_path()
                 );
             }
@@ -310,6 +324,16 @@ pub fn run(
             cpu,
             mmap_loop(bytes(args.mmap_mib), Arc::clone(&touched)),
         )?),
+        (Workload::Write, _) => Worker::Toucher(LoopThread::start(
+            "write",
+            cpu,
+            crate::write::write_loop(
+                files.to_vec(),
+                args.write_file_mib,
+                args.write_drop,
+                Arc::clone(&touched),
+            ),
+        )?),
         (Workload::Anon | Workload::MappedFile, _) => Worker::Toucher(LoopThread::start(
             "touching",
             cpu,
@@ -318,14 +342,23 @@ pub fn run(
     };
     sleep_or_stop(stop, args.warm_s)?;
     let tid = worker.tid();
-    let (p0, f0) = (touched.load(Ordering::Relaxed), thread_faults(tid));
-    let (mut p1, mut f1) = (0, (0, 0));
+    let unperfed = match w {
+        Workload::Write => Some(crate::write::without_perf(tid, &touched, args.secs, stop)?),
+        _ => None,
+    };
+    let (p0, f0, v0) = (
+        touched.load(Ordering::Relaxed),
+        thread_faults(tid),
+        nr_written(),
+    );
+    let (mut p1, mut f1, mut v1) = (0, (0, 0), 0);
     let mut cg = Some(cg);
     let mut worker = Some(worker);
     let mut finished = Ok(());
     let mut run = record_and_tally(args, w, rep, tid, root_procs.as_deref(), stop, || {
         f1 = thread_faults(tid);
         p1 = touched.load(Ordering::Relaxed);
+        v1 = nr_written();
         if let Some(x) = worker.take() {
             finished = x.finish();
         }
@@ -338,8 +371,14 @@ pub fn run(
     let t = &mut run.tally;
     t.faults = f1.0.saturating_sub(f0.0);
     t.major_faults = f1.1.saturating_sub(f0.1);
+    t.vm_written = v1.saturating_sub(v0);
+    t.loop_pages = p1 - p0;
+    t.without_perf = unperfed;
     run.pages = match w {
         Workload::Mmap => p1 - p0,
+        // pwrite's bytes in perf's window (the loop's count spans perf's
+        // start-up and stop too).
+        Workload::Write => t.write_bytes / PAGE,
         _ => t.scanned,
     };
     Ok(run)
@@ -371,4 +410,14 @@ fn thread_faults(tid: u32) -> (u64, u64) {
             .unwrap_or(0)
     };
     (n(10) + n(12), n(12))
+}
+
+/// /proc/vmstat's `nr_written`: pages whose writeback completed, the
+/// whole machine's.
+fn nr_written() -> u64 {
+    fs::read_to_string("/proc/vmstat")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| l.strip_prefix("nr_written ")?.trim().parse().ok())
+        .unwrap_or(0)
 }
