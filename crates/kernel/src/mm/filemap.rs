@@ -337,7 +337,7 @@ pub async fn file_write(w: &World, f: u32, index: u32, n: u32) -> FileOp {
                     p
                 }
                 None => {
-                    k.add_to_page_cache_lru(f, i, pfn, pg::UPTODATE);
+                    k.add_written_page(f, i, pfn);
                     pfn
                 }
             };
@@ -356,9 +356,25 @@ impl Kernel {
     /// activations on reads", grab_cache_page_write_begin without
     /// FGP_ACCESSED) a buffered write never activates a page; only a
     /// workingset refault can bring a written page back active.
+    ///
+    /// Its CPU: the copy into the page cache and the filesystem's per-page
+    /// write_begin/write_end (6.18 `generic_perform_write`:
+    /// `ext4_da_write_begin`, `copy_folio_from_iter_atomic`,
+    /// `ext4_da_write_end` → `block_commit_write` → `mark_buffer_dirty`),
+    /// measured per page in docs/bench/cpu-costs.md, "Buffered writes".
     fn write_page(&mut self, pfn: Pfn) {
-        self.charge_sys(self.params.cost_copy_ns);
+        let c = self.params.cost_write_copy_ns + self.params.cost_fs_write_ns;
+        self.charge_sys(c);
         self.set_page_dirty(pfn);
+    }
+
+    /// [`Kernel::add_to_page_cache_lru`] for a page a buffered write
+    /// allocated, with its CPU: allocation, charge, insert, LRU add and the
+    /// filesystem's new-block work (`cost.pagecache_insert_page_ns`).
+    fn add_written_page(&mut self, f: u32, index: u32, pfn: Pfn) {
+        let c = self.params.cost_pagecache_insert_ns;
+        self.charge_sys(c);
+        self.add_to_page_cache_lru(f, index, pfn, pg::UPTODATE);
     }
 
     /// Pages `from..` of a buffered write to file `f` (at most to `end`),
@@ -379,7 +395,7 @@ impl Kernel {
                     let Some(pfn) = self.get_page_charged_fast() else {
                         break;
                     };
-                    self.add_to_page_cache_lru(f, i, pfn, pg::UPTODATE);
+                    self.add_written_page(f, i, pfn);
                     pfn
                 }
             };
