@@ -302,7 +302,10 @@ mod tests {
     fn cpu_probe_reference_is_the_simulators_defaults() {
         let d = Params::defaults(reclaimlab_kernel::profile::profile("v5.16").unwrap());
         let want = [
-            ("fault_zero_ns", (d.cost_fault_ns + d.cost_zero_ns) as f64),
+            (
+                "fault_zero_ns",
+                (d.cost_fault_ns + d.cost_zero_ns + d.cost_fault_user_ns) as f64,
+            ),
             ("zero_page_ns", d.cost_zero_ns as f64),
             ("touch_page_ns", d.cost_touch_ns as f64),
             ("unmap_page_ns", d.cost_unmap_ns as f64),

@@ -332,9 +332,13 @@ pub async fn touch_anon(w: &World, id: u32, start: u32, end: u32, write: bool) -
 /// costs a store like any resident page: `cost.touch_page_ns` of user time for each of the `n`
 /// pages faulted in. Without it a worker whose pages all fault (a
 /// thrashing hog, mmap-latency's fresh mappings) had no user time at all.
+/// On top of it each fault costs the task `cost.fault_user_ns` of user
+/// time: the exception's entry and return and the TLB refill after it
+/// happen outside the kernel's accounting window, and the tick books them
+/// to user mode.
 pub fn charge_faulted_touch(w: &World, n: u32) {
     let mut k = w.k();
-    let c = k.params.cost_touch_ns;
+    let c = k.params.cost_touch_ns + k.params.cost_fault_user_ns;
     k.charge_user(u64::from(n) * c);
 }
 

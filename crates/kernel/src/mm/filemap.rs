@@ -517,9 +517,10 @@ pub async fn touch_file_mapped_random(w: &World, f: u32, n: u64, rng: &mut u64) 
             if filemap_fault(w, f, j).await == FileOp::Killed {
                 return FileOp::Killed;
             }
-            // The restarted load, at the random reader's cost.
+            // The restarted load, at the random reader's cost, and the
+            // fault's user time (mm/anon.rs, `charge_faulted_touch`).
             let mut k = w.k();
-            let c = k.params.cost_touch_random_ns;
+            let c = k.params.cost_touch_random_ns + k.params.cost_fault_user_ns;
             k.charge_user(c);
         }
     }
