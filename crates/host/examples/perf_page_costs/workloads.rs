@@ -398,17 +398,23 @@ fn limited_cgroup(mib: u64) -> Result<(Option<ProbeCgroup>, Option<PathBuf>), St
     Ok((Some(cg), Some(root_procs)))
 }
 
+/// Field `i` (counted from 1 with the pid, as proc(5) does) of this
+/// process's thread `tid`'s `stat`, as a number (0 if unreadable).
+pub fn thread_stat_field(tid: u32) -> impl Fn(usize) -> u64 {
+    let stat = fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap_or_default();
+    // stat_fields starts at field 3.
+    let f: Vec<u64> = sys::stat_fields(&stat)
+        .unwrap_or_default()
+        .iter()
+        .map(|x| x.parse().unwrap_or(0))
+        .collect();
+    move |i: usize| f.get(i - 3).copied().unwrap_or(0)
+}
+
 /// A thread's (minor + major, major) faults so far, from its `stat`.
 fn thread_faults(tid: u32) -> (u64, u64) {
-    let stat = fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap_or_default();
-    let f = sys::stat_fields(&stat).unwrap_or_default();
-    // Fields 10 (minflt) and 12 (majflt), counted from 1 with the pid;
-    // stat_fields starts at field 3.
-    let n = |i: usize| {
-        f.get(i - 3)
-            .and_then(|x| x.parse::<u64>().ok())
-            .unwrap_or(0)
-    };
+    // Fields 10 (minflt) and 12 (majflt).
+    let n = thread_stat_field(tid);
     (n(10) + n(12), n(12))
 }
 

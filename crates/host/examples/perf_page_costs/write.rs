@@ -14,7 +14,7 @@
 //! names) and the table per event (per page written back, per page
 //! inserted, per page dropped).
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{File, OpenOptions};
 use std::os::unix::fs::FileExt;
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -22,7 +22,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use reclaimlab_host::bench::{clk_tck, sleep_or_stop, TempFile};
-use reclaimlab_host::sys;
 
 use crate::perf::Run;
 use crate::report::{run_columns, samples, values_and_mean};
@@ -136,15 +135,8 @@ pub fn without_perf(
     stop: &AtomicBool,
 ) -> Result<(f64, f64), String> {
     let times = || {
-        let stat = fs::read_to_string(format!("/proc/self/task/{tid}/stat")).unwrap_or_default();
-        let f = sys::stat_fields(&stat).unwrap_or_default();
-        // Fields 14 (utime) and 15 (stime) in ticks, counted from 1 with
-        // the pid; stat_fields starts at field 3.
-        let n = |i: usize| {
-            f.get(i - 3)
-                .and_then(|x| x.parse::<u64>().ok())
-                .unwrap_or(0)
-        };
+        // Fields 14 (utime) and 15 (stime) in ticks.
+        let n = crate::workloads::thread_stat_field(tid);
         (pages.load(Ordering::Relaxed), n(14), n(15))
     };
     let a = times();
