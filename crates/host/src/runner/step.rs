@@ -181,6 +181,13 @@ pub(super) fn run_step(ctx: &StepCtx, work: &plan::StepWork, out: &mut StepOut) 
                 if random {
                     c.arg("--random");
                 }
+                if !sparse && (!shared || index == 0) {
+                    say(&format!(
+                        "step {t}: writing {files} file(s) of {} MiB for mmap-file-reader {} before it starts",
+                        file_bytes >> 20,
+                        worker + 1
+                    ));
+                }
                 for f in 0..files {
                     let path = dir.join(format!("mmap-{}.{owner}.{f}", worker + 1));
                     crate::workers::make_reader_file(&path, file_bytes, sparse)?;
