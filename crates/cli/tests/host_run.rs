@@ -356,6 +356,60 @@ fn real_run_records_throttling_and_vmstat() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// mapped-file-stream for real: the reader of a sparse file runs as
+/// reclaimlab's own worker, faults every page once (a hole each), ends the
+/// step when done, and its run time is the record's `elapsed` sample; the
+/// file and the cgroup are gone afterwards.
+#[test]
+fn real_mapped_file_stream_records_its_run_time() {
+    let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    skip_unless_host_can_run!(false);
+    let out = tmp("mfs");
+    let mut child = Command::new(bin())
+        .args(["run", "mapped-file-stream", "--memory", "256M"])
+        .args(["--set", "mmap-file-reader.file_mib=512", "--out"])
+        .arg(&out)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start reclaimlab run");
+    let pid = child.id();
+    let status = wait_timeout(&mut child, 180).expect("run finished within 3 minutes");
+    let o = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(status.success(), "run failed: {status}\n{stderr}");
+    let rec = reclaimlab_record::Record::open(&out).expect("a valid record");
+    let meta = rec.meta();
+    let notes = &meta.capture.notes;
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.contains("mapped-file-stream (pid") && n.contains("finished its passes")),
+        "notes: {notes:?}"
+    );
+    // 512 MiB of holes in a 256 MiB cgroup: every page a fault, half of
+    // them at least reclaimed to make room.
+    let faults = notes
+        .iter()
+        .find_map(|n| n.split("pgfault +").nth(1))
+        .and_then(|t| t.split(',').next())
+        .and_then(|t| t.trim().parse::<u64>().ok())
+        .expect("the cgroup's pgfault delta in the notes");
+    assert!(faults >= 131_072, "{faults} faults for 131072 pages");
+    let lat = rec.latency();
+    assert_eq!(
+        lat.iter().filter(|s| s.metric == "elapsed").count(),
+        1,
+        "one elapsed sample: {lat:?}"
+    );
+    assert!(
+        leftovers(pid).is_empty(),
+        "left behind: {:?}",
+        leftovers(pid)
+    );
+    let _ = std::fs::remove_dir_all(&out);
+}
+
 #[test]
 fn sigint_leaves_nothing_behind() {
     let _g = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
