@@ -254,6 +254,14 @@ pub struct KernelProfile {
     /// returns `PAGE_ACTIVATE` (only machines whose data device says
     /// `fs = "xfs"` see a difference).
     pub xfs_writepage: bool,
+    /// `folio_referenced` skips the mappings that have no recency (6.3
+    /// `vma_has_recency`, 8788f6781486: `VM_SEQ_READ | VM_RAND_READ`, or a
+    /// file opened with `FMODE_NOREUSE`), so the young ptes of a
+    /// `MADV_RANDOM` mapping no longer keep its pages; up to 6.2 only
+    /// `VM_SEQ_READ` mappings' references are ignored (6.1.0
+    /// `folio_referenced_one`). No profile has it: the kernels modelled
+    /// are older (`--set policy.vma_recency=1` for 6.3 and later).
+    pub vma_recency: bool,
 }
 
 /// 4.16, from 2.6.37: the 5.15 call sites (`congestion_wait` for kswapd and
@@ -461,7 +469,7 @@ pub enum PolicyError {
 
 /// The sites and switches of a profile that `--set policy.NAME=VALUE`
 /// changes, with their help lines.
-const POLICY: [(&str, &str); 20] = [
+const POLICY: [(&str, &str); 21] = [
     ("policy.kswapd_immediate", "what kswapd does at the end of shrink_node when it met pages under writeback marked for immediate reclaim (sc->nr.immediate)"),
     ("policy.direct_congested", "what direct reclaim does at the end of shrink_node when kswapd has marked the lruvec LRUVEC_CONGESTED"),
     ("policy.too_many_isolated", "what shrink_inactive_list does (once) while too_many_isolated()"),
@@ -481,11 +489,12 @@ const POLICY: [(&str, &str); 20] = [
     ("xfs.writepage", "1: XFS has ->writepage and kswapd's pageout() writes dirty pages of a data device with fs = \"xfs\" (up to 5.10); 0: it has none and pageout() activates them (5.15+)"),
     ("policy.memcg_noprogress", "1: try_to_free_mem_cgroup_pages sleeps on NOPROGRESS (on the task's node) once more when the whole call reclaimed nothing (the posted series up to v3, reclaimcongest-v2); 0: only consider_reclaim_throttle's sleep (5.16-rc1 on)"),
     ("policy.writeback_wake_count", "who __acct_reclaim_writeback scales the WRITEBACK wake-up by (SWAP_CLUSTER_MAX written pages per task): writeback (the WRITEBACK waiters, nr_writeback_throttled, 5.16-rc1 on) or all (every task in reclaim_throttle, whatever its reason: the posted series' nr_reclaim_throttled, reclaimcongest-v2)"),
+    ("policy.vma_recency", "1: folio_referenced ignores the accessed bits of MADV_RANDOM and MADV_SEQUENTIAL mappings (6.3+ vma_has_recency), so a mapped-file-stream reader's pages go at first sight; 0: only MADV_SEQUENTIAL's (up to 6.2, every profile here)"),
     ("policy.rate_priority", "no kernel: off (every kernel), or gross/net: a direct reclaimer about to sleep in reclaim_throttle (not for ISOLATED) goes on if the pages it allocated (net: less those it freed or reclaimed) per second over its last throttle.rate.window_ms are at most the machine's reclaim rate (pgsteal per second) divided among the user tasks"),
 ];
 
 /// Every `policy.*` name (and `xfs.inode_reclaim`, a profile setting too).
-pub const POLICY_NAMES: [&str; 20] = [
+pub const POLICY_NAMES: [&str; 21] = [
     POLICY[0].0,
     POLICY[1].0,
     POLICY[2].0,
@@ -506,6 +515,7 @@ pub const POLICY_NAMES: [&str; 20] = [
     POLICY[17].0,
     POLICY[18].0,
     POLICY[19].0,
+    POLICY[20].0,
 ];
 
 const BOOL_CHOICES: [(&str, bool); 2] = [("0", false), ("1", true)];
@@ -540,6 +550,7 @@ fn accepted_values(name: &str) -> Vec<&'static str> {
         "policy.writeback_wakeups"
         | "policy.isolated_wakeups"
         | "policy.memcg_noprogress"
+        | "policy.vma_recency"
         | "xfs.writepage"
         | "policy.direct_congested_sees_node" => names(&BOOL_CHOICES),
         "policy.writeback_wake_count" => names(&WAKE_COUNT_CHOICES),
@@ -564,6 +575,7 @@ impl KernelProfile {
             "policy.writeback_wakeups" => choice_name(&BOOL_CHOICES, self.writeback_wakeups),
             "policy.isolated_wakeups" => choice_name(&BOOL_CHOICES, self.isolated_wakeups),
             "policy.memcg_noprogress" => choice_name(&BOOL_CHOICES, self.memcg_noprogress),
+            "policy.vma_recency" => choice_name(&BOOL_CHOICES, self.vma_recency),
             "policy.writeback_wake_count" => {
                 choice_name(&WAKE_COUNT_CHOICES, self.throttled_count_all)
             }
@@ -626,6 +638,7 @@ impl KernelProfile {
             "policy.writeback_wakeups" => self.writeback_wakeups = parse_choice(on, name, value)?,
             "policy.isolated_wakeups" => self.isolated_wakeups = parse_choice(on, name, value)?,
             "policy.memcg_noprogress" => self.memcg_noprogress = parse_choice(on, name, value)?,
+            "policy.vma_recency" => self.vma_recency = parse_choice(on, name, value)?,
             "policy.writeback_wake_count" => {
                 self.throttled_count_all = parse_choice(&WAKE_COUNT_CHOICES, name, value)?
             }

@@ -60,6 +60,9 @@ pub struct File {
     pub mapped: Vec<u64>,
     /// Accessed bits of the mapped pages.
     pub young: Vec<u64>,
+    /// The mapping was advised `MADV_RANDOM` (`VM_RAND_READ`): the
+    /// mapped-file-stream reader's, the only mapping the simulator makes.
+    pub rand_read: bool,
     /// Pages whose blocks were never written since the file was laid out
     /// with `fallocate` (unwritten extents): a write into one needs a
     /// conversion at completion (`crate::fs::ioend`), and ext4's
@@ -131,6 +134,7 @@ impl Kernel {
             sparse: false,
             mapped: Vec::new(),
             young: Vec::new(),
+            rand_read: false,
             unwritten: Vec::new(),
         });
         id
@@ -155,6 +159,7 @@ impl Kernel {
             file.mapped = vec![0; words];
             file.young = vec![0; words];
         }
+        file.rand_read = true;
     }
 
     /// `folio_referenced` for a file page: tests and clears its young bit.
@@ -163,6 +168,12 @@ impl Kernel {
         let p = self.frames.get(pfn);
         let file = &mut self.files[p.owner as usize];
         if !file.page_mapped(p.index) {
+            return 0;
+        }
+        // 6.3+ `folio_referenced` → `invalid_folio_referenced_vma`: a
+        // mapping without recency is skipped before its ptes are looked
+        // at (its accessed bits stay set and are never counted).
+        if file.rand_read && self.profile.vma_recency {
             return 0;
         }
         let (w, b) = (p.index as usize / 64, p.index % 64);

@@ -94,6 +94,7 @@ pub const V2_6_36: KernelProfile = KernelProfile {
     do_shrink_slab: ShrinkSlab::V5_8,
     xfs_inode_reclaim: InodeReclaim::Sync,
     xfs_writepage: true,
+    vma_recency: false,
 };
 
 /// 2.6.37 (Mel Gorman's series, 15 Sep 2010): `wait_iff_congested(zone)`
