@@ -231,16 +231,17 @@ pub(super) fn run_step(ctx: &StepCtx, work: &plan::StepWork, out: &mut StepOut) 
     // A finite reclaimlab worker (a mapped-file-stream reader's `passes`):
     // its run time is a sample, and the step ends when every such worker
     // and every finite fio has.
-    let finite_worker = |p: &plan::Placed| match p.0 {
-        plan::Proc::MmapFileReader { passes, .. } => passes > 0,
-        _ => false,
-    };
+    let spawn_tracked =
+        |p: &plan::Placed, out: &mut StepOut, finite: &mut Vec<(String, u32, u64)>| -> Result<()> {
+            let start = sys::mono_ns();
+            let pid = spawn(p, out)?;
+            if let plan::Proc::MmapFileReader { passes: 1.., .. } = p.0 {
+                finite.push(("mapped-file-stream".into(), pid, start));
+            }
+            Ok(())
+        };
     for p in &work.early {
-        let start = sys::mono_ns();
-        let pid = spawn(p, out)?;
-        if finite_worker(p) {
-            finite.push(("mapped-file-stream".into(), pid, start));
-        }
+        spawn_tracked(p, out, &mut finite)?;
     }
     // A fio that exits during the step failed, unless the kernel's OOM
     // killer acted in the run's cgroups meanwhile: a kill is the workload's
@@ -301,11 +302,7 @@ pub(super) fn run_step(ctx: &StepCtx, work: &plan::StepWork, out: &mut StepOut) 
         spawn_fio(fp, out, &mut alive_checks, &mut finite)?;
     }
     for p in &work.late {
-        let start = sys::mono_ns();
-        let pid = spawn(p, out)?;
-        if finite_worker(p) {
-            finite.push(("mapped-file-stream".into(), pid, start));
-        }
+        spawn_tracked(p, out, &mut finite)?;
     }
     // The duration, or until every finite worker is done.
     let end = sys::mono_ns() + (ctx.duration_s * 1e9) as u64;
