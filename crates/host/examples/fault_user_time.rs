@@ -13,8 +13,6 @@
 //! Run: `cargo run --release -p reclaimlab-host --example fault_user_time [DIR]`
 //! Results: docs/bench/cpu-costs.md, "The user time of a fault".
 
-use std::os::unix::io::AsRawFd;
-
 const PAGE: usize = 4096;
 const PAGES: usize = 1 << 18; // 1 GiB
 const REPS: usize = 5;
@@ -37,19 +35,7 @@ fn per_page(f: impl FnOnce()) -> (f64, f64) {
 }
 
 fn anon() -> [(f64, f64); 2] {
-    // SAFETY: an anonymous private mapping, checked, unmapped below.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            PAGES * PAGE,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    assert!(p != libc::MAP_FAILED, "mmap failed");
-    let p = p.cast::<u8>();
+    let p = reclaimlab_host::workers::map_anon(PAGES * PAGE).expect("mmap");
     // SAFETY: advice on the mapping just made.
     unsafe { libc::madvise(p.cast(), PAGES * PAGE, libc::MADV_NOHUGEPAGE) };
     let pass = |v: u8| {
@@ -80,19 +66,9 @@ fn file(dir: &std::path::Path) -> (f64, f64) {
             )
         });
     f.set_len((PAGES * PAGE) as u64).expect("ftruncate");
-    // SAFETY: a shared read-only mapping of the open file, checked.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            PAGES * PAGE,
-            libc::PROT_READ,
-            libc::MAP_SHARED,
-            f.as_raw_fd(),
-            0,
-        )
-    };
-    assert!(p != libc::MAP_FAILED, "mmap failed");
-    let p = p.cast::<u8>();
+    let p = reclaimlab_host::sys::map_file_shared_ro(&f, PAGES * PAGE)
+        .expect("mmap")
+        .cast::<u8>();
     // SAFETY: advice on the mapping just made.
     unsafe { libc::madvise(p.cast(), PAGES * PAGE, libc::MADV_RANDOM) };
     let mut sum = 0u64;
