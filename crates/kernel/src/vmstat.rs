@@ -63,6 +63,8 @@ events! {
     UnevictablePgsMunlocked = "unevictable_pgs_munlocked",
     UnevictablePgsCleared = "unevictable_pgs_cleared",
     UnevictablePgsStranded = "unevictable_pgs_stranded",
+    SwapRa = "swap_ra",
+    SwapRaHit = "swap_ra_hit",
 }
 
 /// Number of [`Ev`] counters.

@@ -321,11 +321,17 @@ fn may_oom(w: &World, gfp: Gfp, reason: &str) -> MayOom {
 /// `__alloc_pages` in the fault and page-cache paths do next
 /// (`mem_cgroup_charge`), with limit reclaim if the cgroup is full.
 pub async fn alloc_page(w: &World, gfp: Gfp) -> Option<Pfn> {
-    use crate::mm::memcontrol::{mem_cgroup_handle_over_high, mem_cgroup_try_charge};
     // The memory.high penalty of the pages charged before (the kernel pays
     // it on return to user space, before the task's next fault).
-    mem_cgroup_handle_over_high(w).await;
-    mem_cgroup_try_charge(w, gfp).await;
+    crate::mm::memcontrol::mem_cgroup_handle_over_high(w).await;
+    alloc_page_charged(w, gfp).await
+}
+
+/// [`alloc_page`] within a fault that already allocated: a swap readahead
+/// page (`__read_swap_cache_async`, whose `mem_cgroup_swapin_charge_folio`
+/// reclaims like any charge) pays no memory.high penalty of its own.
+pub async fn alloc_page_charged(w: &World, gfp: Gfp) -> Option<Pfn> {
+    crate::mm::memcontrol::mem_cgroup_try_charge(w, gfp).await;
     let killed_in_memcg = {
         let k = w.k();
         k.current().killed && !Kernel::mem_cgroup_is_root(k.current().memcg)

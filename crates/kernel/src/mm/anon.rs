@@ -52,6 +52,8 @@ pub struct AnonMapping {
     pub alive: bool,
     /// `VM_LOCKED`: `mlock`ed; its pages go to the unevictable LRU (mm/mlock.rs).
     pub locked: bool,
+    /// `swap_readahead_info`: sizes the next swap readahead (mm/swap_state.rs).
+    pub swap_ra: super::swap_state::SwapRaInfo,
 }
 
 /// Result of a user access that may fail.
@@ -86,6 +88,7 @@ impl Kernel {
             written: false,
             alive: true,
             locked: false,
+            swap_ra: Default::default(),
         });
         self.tasks[owner as usize].mappings.push(id);
         id
@@ -507,7 +510,7 @@ impl Kernel {
     /// `__read_swap_cache_async` for a newly allocated `pfn`: puts it in the
     /// swap cache for `slot` (locked until the read completes) and on the
     /// inactive anon LRU (or the active one, for a workingset refault).
-    fn swapin_page(&mut self, pfn: Pfn, id: u32, index: u32, slot: u32) {
+    pub(crate) fn swapin_page(&mut self, pfn: Pfn, id: u32, index: u32, slot: u32) {
         self.count(Ev::Pswpin, 1);
         self.count(Ev::Pgpgin, 4);
         let shadow = self.swap.cache.get(slot as usize);
@@ -528,95 +531,25 @@ impl Kernel {
         self.nodes[nid].mod_state(NodeStat::NrSwapcache, 1);
         self.lru_cache_add(pfn);
     }
-
-    /// Swap readahead around a major fault (5.15 `swap_vma_readahead`,
-    /// simplified): the other swapped-out pages of the same mapping in the
-    /// aligned window of 2^`vm.page-cluster` pages around `index` are read
-    /// with the faulting page, into the swap cache, unmapped, and mapped by
-    /// their own (minor) faults later. Simplifications: the window is fixed
-    /// (the kernel adapts it to readahead hits); only pages whose slots are
-    /// contiguous with the faulting one are read, so that one request
-    /// carries them all; readahead pages come from free memory above the
-    /// low watermark and are skipped rather than reclaimed for. Returns the
-    /// request's pages in slot order, `pfn` among them.
-    fn swap_readahead(&mut self, pfn: Pfn, id: u32, index: u32, slot: u32) -> Vec<Pfn> {
-        let win = 1u32 << self.params.page_cluster;
-        if win == 1 {
-            return vec![pfn];
-        }
-        let size = self.anon[id as usize].pte.len() as u32;
-        let start = index & !(win - 1);
-        let end = (start + win).min(size);
-        // Swapped-out neighbours not in the swap cache, by slot.
-        let mut by_slot: Vec<(u32, u32)> = (start..end)
-            .filter(|&i| i != index)
-            .filter_map(|i| {
-                let e = self.anon[id as usize].pte.get(i as usize);
-                if e == PTE_NONE || e & PTE_SWAP == 0 {
-                    return None;
-                }
-                let s = e & !PTE_SWAP;
-                let c = self.swap.cache.get(s as usize);
-                (c == SLOT_EMPTY || c & SHADOW != 0).then_some((s, i))
-            })
-            .collect();
-        by_slot.sort_unstable();
-        // The run of consecutive slots through `slot`.
-        let mut lo = slot;
-        while lo > 0 && by_slot.binary_search_by_key(&(lo - 1), |x| x.0).is_ok() {
-            lo -= 1;
-        }
-        let mut hi = slot;
-        while by_slot.binary_search_by_key(&(hi + 1), |x| x.0).is_ok() {
-            hi += 1;
-        }
-        // Allocate first, so that a failure leaves nothing to undo: below
-        // `slot` it restarts the run after the failed slot, above it ends it.
-        let mut got: Vec<(u32, u32, Pfn)> = Vec::new();
-        for s in lo..=hi {
-            if s == slot {
-                continue;
-            }
-            let i = by_slot[by_slot.binary_search_by_key(&s, |x| x.0).unwrap()].1;
-            match self.get_page_charged_fast() {
-                Some(p) => got.push((s, i, p)),
-                None if s < slot => {
-                    for (_, _, p) in got.drain(..) {
-                        self.free_page(p);
-                    }
-                }
-                None => break,
-            }
-        }
-        let mut pages = Vec::with_capacity(got.len() + 1);
-        let mut placed = false;
-        for (s, i, p) in got {
-            if s > slot && !placed {
-                pages.push(pfn);
-                placed = true;
-            }
-            self.swapin_page(p, id, i, s);
-            pages.push(p);
-        }
-        if !placed {
-            pages.push(pfn);
-        }
-        pages
-    }
 }
 
-/// `do_swap_page`: the page is found in the swap cache (minor) or read from
-/// the swap device (major, waits for the I/O).
+/// `do_swap_page`: the page is found in the swap cache (minor; waits if it
+/// is still being read) or read from the swap device with the readahead
+/// around it (major, waits for the I/O).
 async fn do_swap_page(w: &World, id: u32, index: u32, slot: u32, write: bool) -> Access {
     let cached = w.k().swap.cache.get(slot as usize);
     let pfn = if cached != SLOT_EMPTY && cached & SHADOW == 0 {
-        // Swap-cache hit: the page is still resident (e.g. under writeback).
+        // Swap-cache hit: the page is still resident (under writeback, or
+        // read ahead by an earlier fault); folio_lock_or_retry waits for a
+        // read in flight.
+        w.k().lookup_swap_cache_hit(id, index, cached);
+        crate::mm::filemap::wait_on_page_locked(w, cached).await;
         cached
     } else {
         let Some(pfn) = alloc_page(w, Gfp::HIGHUSER_MOVABLE).await else {
             return Access::Killed;
         };
-        let (pages, pos) = {
+        {
             let mut k = w.k();
             if !k.anon[id as usize].alive
                 || k.anon[id as usize].pte.get(index as usize) != (PTE_SWAP | slot)
@@ -626,8 +559,10 @@ async fn do_swap_page(w: &World, id: u32, index: u32, slot: u32, write: bool) ->
             }
             k.count_fault(Ev::Pgmajfault);
             k.swapin_page(pfn, id, index, slot);
-            let pages = k.swap_readahead(pfn, id, index, slot);
-            let first = k.frames.get(pages[0]).swap;
+        }
+        let mut pages = crate::mm::swap_state::swap_vma_readahead(w, id, index).await;
+        pages.push(pfn);
+        {
             // Per page read, the faulting one and its readahead alike
             // (5.15 `__read_swap_cache_async` allocates, charges and adds
             // each to the swap cache and the LRU; `swap_readpage` builds
@@ -639,16 +574,20 @@ async fn do_swap_page(w: &World, id: u32, index: u32, slot: u32, write: bool) ->
             // readahead page pays it when it is faulted in. Not charged: the
             // switch back in after sleeping on the read (docs/fidelity.md,
             // "Swap-in and swap-write CPU measured").
+            let mut k = w.k();
             let c = k.params.cost_swapin_ns * pages.len() as u64;
             k.charge_sys(c);
-            (pages, k.swap.base_pos + u64::from(first))
-        };
+        }
         crate::sched::pay_cpu(w).await;
-        let dev = w.k().swap.dev;
-        submit_bio(w, dev, ReqKind::SwapIn, pages, pos, true).await;
+        submit_swap_reads(w, pages, pfn).await;
         pfn
     };
     let mut k = w.k();
+    // Reclaim may have freed the page between the read's end and now (it
+    // was clean, in the swap cache and unmapped): the access faults again.
+    if k.swap.cache.get(slot as usize) != pfn {
+        return Access::Ok;
+    }
     let m = &mut k.anon[id as usize];
     if !m.alive || m.pte.get(index as usize) != (PTE_SWAP | slot) {
         return Access::Ok;
@@ -671,6 +610,36 @@ async fn do_swap_page(w: &World, id: u32, index: u32, slot: u32, write: bool) ->
         k.frames.get_mut(pfn).set(pg::DIRTY);
     }
     Access::Ok
+}
+
+/// Submits the swap reads of a fault: `pages` (the faulting `pfn` and its
+/// readahead) sorted by slot, one request per run of consecutive slots
+/// (what the plug merges), the others first without waiting, then the run
+/// of `pfn`, waiting for it (`swap_readpage` under `blk_start_plug`, then
+/// `folio_lock` on the faulting page).
+async fn submit_swap_reads(w: &World, mut pages: Vec<Pfn>, pfn: Pfn) {
+    let (dev, base, slots) = {
+        let k = w.k();
+        pages.sort_unstable_by_key(|&p| k.frames.get(p).swap);
+        let slots: Vec<u32> = pages.iter().map(|&p| k.frames.get(p).swap).collect();
+        (k.swap.dev, k.swap.base_pos, slots)
+    };
+    let mut runs: Vec<(u64, Vec<Pfn>)> = Vec::new();
+    for (i, &p) in pages.iter().enumerate() {
+        match runs.last_mut() {
+            Some((_, run)) if slots[i] == slots[i - 1] + 1 => run.push(p),
+            _ => runs.push((base + u64::from(slots[i]), vec![p])),
+        }
+    }
+    let own = runs
+        .iter()
+        .position(|(_, r)| r.contains(&pfn))
+        .expect("the faulting page is read");
+    let (pos, run) = runs.remove(own);
+    for (pos, run) in runs {
+        submit_bio(w, dev, ReqKind::SwapIn, run, pos, false).await;
+    }
+    submit_bio(w, dev, ReqKind::SwapIn, run, pos, true).await;
 }
 
 #[cfg(test)]

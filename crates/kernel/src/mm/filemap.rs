@@ -422,7 +422,7 @@ impl Kernel {
 
 /// `folio_wait_locked`: waits until a page still being read by someone
 /// else is unlocked (its read completes and wakes the node's page queue).
-async fn wait_on_page_locked(w: &World, pfn: Pfn) {
+pub(crate) async fn wait_on_page_locked(w: &World, pfn: Pfn) {
     loop {
         let nid = {
             let mut k = w.k();

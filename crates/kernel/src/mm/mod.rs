@@ -19,6 +19,7 @@ pub mod shrinker;
 pub mod slab;
 pub mod slots;
 pub mod swap;
+pub mod swap_state;
 
 use crate::engine::{TaskId, WaitQueue};
 use crate::profile::NR_VMSCAN_THROTTLE;

@@ -4,8 +4,8 @@
 //! within a cluster for one CPU), so pages reclaimed together get adjacent
 //! slots and their writes merge. Each slot's entry is the resident swap-cache
 //! page, or the shadow (eviction age) once the page was reclaimed, used by
-//! refault detection. Simplification: no swap readahead (as
-//! `vm.page-cluster=0`), no swap slot cache per CPU, no frontswap/zswap.
+//! refault detection. Swap readahead is the fault's (mm/swap_state.rs).
+//! Simplifications: no swap slot cache per CPU, no frontswap/zswap.
 
 use super::page::{pg, Pfn};
 use super::slots::Slots;
