@@ -1,13 +1,14 @@
-//! CPUs as a contended resource: N CPUs, a FIFO run queue, time slices.
+//! CPUs as a contended resource: N CPUs, a run queue each, time slices.
 //!
 //! A task pays for work with [`run_on_cpu`]: it takes a free CPU or queues for
 //! one and keeps it, from one piece of work to the next, until it blocks
 //! (the engine's block hands the CPU on) or has used one slice
-//! (`sched.slice_us`) while another task waits; then the queued task with
-//! the smallest virtual runtime gets it. Reclaim scanning therefore takes CPU
-//! time away from workers exactly when CPUs are scarce. (Until 2026-11-27 a
-//! task gave its CPU up after every piece of work, so a reclaimer working
-//! batch by batch queued behind every CPU-bound task's whole slice.)
+//! (`sched.slice_us`) while another task waits on its CPU; then the queued
+//! task with the smallest virtual runtime gets it. Reclaim scanning
+//! therefore takes CPU time away from workers exactly when CPUs are scarce.
+//! (Until 2026-11-27 a task gave its CPU up after every piece of work, so a
+//! reclaimer working batch by batch queued behind every CPU-bound task's
+//! whole slice.)
 //!
 //! The queue order follows CFS (kernel/sched/fair.c, 5.15): a task's
 //! `vruntime` grows with the CPU time it uses, and a task that comes back
@@ -17,10 +18,28 @@
 //! and a new task one slice after `min_vruntime` (`START_DEBIT`). So
 //! a kswapd or flusher that slept runs before the hogs that have been burning
 //! CPU, as on a real machine. A waking task more than the wake-up granularity
-//! (1 ms, scaled like the latency) of vruntime behind the running task with
-//! the most preempts it (`check_preempt_wakeup`), at the end of the piece of
-//! work that task is doing. Simplifications: one run queue for all CPUs (no
-//! per-CPU queues, load balancing or migration cost); all tasks at nice 0.
+//! (1 ms, scaled like the latency) of vruntime behind the task running on
+//! its CPU preempts it (`check_preempt_wakeup`), at the end of the piece of
+//! work that task is doing.
+//!
+//! Each CPU has its own queue, as CFS does (`struct rq`). A waking task goes
+//! back to the CPU it last ran on if that is idle, else to any idle CPU,
+//! else it queues on its last CPU (`select_task_rq_fair` →
+//! `select_idle_sibling`); a CPU that runs out of tasks pulls one queued on
+//! another (`newidle_balance`), and every 32 ms a CPU with two runnable
+//! tasks more than another hands it one (the periodic `load_balance`). So
+//! tasks stay on their CPUs and CPUs carry unequal loads for a while, as on
+//! a real machine, where a single global queue shares them out perfectly.
+//! That inequality matters: identical workers that thrash memory in lock
+//! step under a single queue split, as on the real kernels (one or two
+//! hogs of four stay resident, the others thrash), once some get more CPU
+//! than others (docs/fidelity.md, "Per-CPU run queues").
+//!
+//! Simplifications: one `min_vruntime` for all CPUs (CFS keeps one per
+//! queue and renormalises a migrating task's vruntime); no `wake_affine`
+//! pull towards the waker's CPU, no cache-hot check on migration, no
+//! migration cost; load is counted in tasks, not in PELT load; all tasks at
+//! nice 0.
 //!
 //! Small work items are not paid one by one: kernel paths add to the task's
 //! CPU *debt* ([`Kernel::charge_sys`], [`Kernel::charge_user`]) and pay it with
@@ -35,17 +54,28 @@ use crate::Kernel;
 /// Debt above which a path should pay before continuing.
 pub const DEBT_FLUSH_NS: u64 = 1_000_000;
 
+/// One CPU's queue of waiting tasks: (vruntime, arrival) → (task, block
+/// sequence, waiting since).
+pub type RunQueue = BTreeMap<(u64, u64), (TaskId, u32, u64)>;
+
+/// Interval of the periodic load balance between busy CPUs: the MC
+/// domain's `balance_interval` (its weight in ms, 2 on two CPUs) times
+/// `busy_factor` 16 (5.15 `sd_init`), rounded to 32 ms for any count.
+const BUSY_BALANCE_INTERVAL_NS: u64 = 32_000_000;
+
 /// The CPUs.
 #[derive(Debug, Default)]
 pub struct Cpus {
     /// Task holding each CPU.
     pub holder: Vec<Option<TaskId>>,
-    /// Tasks waiting for a CPU, with the block sequence they wait under and
-    /// the time they started waiting, in `pick_next_entity` order: by
-    /// vruntime (fixed while a task waits: only running tasks accrue it),
-    /// then by arrival (the rbtree's leftmost; CFS breaks ties the same
-    /// way, a new entity going right of equal keys).
-    pub runqueue: BTreeMap<(u64, u64), (TaskId, u32, u64)>,
+    /// Each CPU's run queue: the tasks waiting for it, with the block
+    /// sequence they wait under and the time they started waiting, in
+    /// `pick_next_entity` order: by vruntime (fixed while a task waits: only
+    /// running tasks accrue it), then by arrival (the rbtree's leftmost; CFS
+    /// breaks ties the same way, a new entity going right of equal keys).
+    pub runqueues: Vec<RunQueue>,
+    /// When the periodic load balance may next look (`rq->next_balance`).
+    next_balance: u64,
     /// Arrivals so far: the second half of the queue's key.
     arrivals: u64,
     /// CFS `min_vruntime`: never decreases.
@@ -62,7 +92,8 @@ impl Cpus {
         let factor = 1 + u64::from(n.clamp(1, 8).ilog2());
         Cpus {
             holder: vec![None; n],
-            runqueue: BTreeMap::new(),
+            runqueues: vec![BTreeMap::new(); n],
+            next_balance: 0,
             arrivals: 0,
             min_vruntime: 0,
             sleeper_credit_ns: 6_000_000 * factor / 2,
@@ -70,7 +101,9 @@ impl Cpus {
     }
     /// Drops an exiting task from the run queue and frees its CPU.
     pub fn forget(&mut self, t: TaskId) {
-        self.runqueue.retain(|_, e| e.0 != t);
+        for rq in &mut self.runqueues {
+            rq.retain(|_, e| e.0 != t);
+        }
         for h in &mut self.holder {
             if *h == Some(t) {
                 *h = None;
@@ -80,6 +113,64 @@ impl Cpus {
     /// CPUs busy right now.
     pub fn busy(&self) -> usize {
         self.holder.iter().filter(|h| h.is_some()).count()
+    }
+    /// Tasks waiting for CPU `c`.
+    pub fn queued(&self, c: usize) -> bool {
+        !self.runqueues[c].is_empty()
+    }
+    /// Runnable tasks of CPU `c` (`rq->nr_running`): its holder and queue.
+    fn nr_running(&self, c: usize) -> usize {
+        usize::from(self.holder[c].is_some()) + self.runqueues[c].len()
+    }
+    /// `select_task_rq_fair` for a task last on CPU `prev`, simplified to
+    /// `select_idle_sibling` with `prev` as the target (all CPUs share the
+    /// last-level cache): `prev` if idle, else the first idle CPU, else
+    /// `prev`. A new task (`fork`: `find_idlest_cpu`) goes to an idle CPU,
+    /// else to the one with the fewest runnable tasks. Not modelled:
+    /// `wake_affine`'s pull towards the waker's CPU.
+    fn select_cpu(&self, prev: usize, new: bool) -> usize {
+        if self.holder[prev].is_none() {
+            return prev;
+        }
+        if let Some(c) = self.holder.iter().position(|h| h.is_none()) {
+            return c;
+        }
+        if new {
+            return (0..self.holder.len())
+                .min_by_key(|&c| (self.nr_running(c), c))
+                .unwrap_or(prev);
+        }
+        prev
+    }
+    /// The busiest other CPU's first queued task, for CPU `c` going idle
+    /// (`newidle_balance` → `load_balance` → `detach_tasks`, simplified:
+    /// the leftmost task of the longest queue, no cache-hot check).
+    fn pull_for_idle(&mut self, c: usize) -> Option<(TaskId, u32, u64)> {
+        let busiest = (0..self.runqueues.len())
+            .filter(|&o| o != c && !self.runqueues[o].is_empty())
+            .max_by_key(|&o| (self.runqueues[o].len(), std::cmp::Reverse(o)))?;
+        self.runqueues[busiest].pop_first().map(|(_, e)| e)
+    }
+    /// The periodic load balance (`run_rebalance_domains`, every
+    /// [`BUSY_BALANCE_INTERVAL_NS`] while busy): a CPU with at least two
+    /// runnable tasks more than another moves its leftmost queued task to
+    /// that one's queue (`calculate_imbalance` for `group_overloaded`
+    /// between two CPUs of one domain, simplified to task counts).
+    fn periodic_balance(&mut self, now: u64) {
+        if now < self.next_balance || self.holder.len() < 2 {
+            return;
+        }
+        self.next_balance = now + BUSY_BALANCE_INTERVAL_NS;
+        let n = self.holder.len();
+        let busiest = (0..n)
+            .max_by_key(|&c| (self.nr_running(c), std::cmp::Reverse(c)))
+            .unwrap_or(0);
+        let idlest = (0..n).min_by_key(|&c| (self.nr_running(c), c)).unwrap_or(0);
+        if self.nr_running(busiest) >= self.nr_running(idlest) + 2 {
+            if let Some((k, e)) = self.runqueues[busiest].pop_first() {
+                self.runqueues[idlest].insert(k, e);
+            }
+        }
     }
 }
 
@@ -106,6 +197,7 @@ impl Kernel {
     /// not from the end of its own slice (`place_entity`).
     fn take_cpu(&mut self, waking: bool) -> bool {
         let t = self.exec.current();
+        let mut new = false;
         if waking {
             let min = self.cpus.min_vruntime;
             let credit = self.cpus.sleeper_credit_ns;
@@ -116,30 +208,26 @@ impl Kernel {
             } else {
                 // A new task starts one slice behind (START_DEBIT).
                 task.placed = true;
+                new = true;
                 min + slice
             };
         }
-        if let Some(c) = self.cpus.holder.iter().position(|h| h.is_none()) {
+        let c = self
+            .cpus
+            .select_cpu(self.tasks[t as usize].cpu as usize, new);
+        self.tasks[t as usize].cpu = c as u32;
+        if self.cpus.holder[c].is_none() {
             self.cpus.holder[c] = Some(t);
-            self.tasks[t as usize].cpu = c as u32;
             return true;
         }
         if waking {
             // check_preempt_wakeup(): a waking task whose vruntime is more
             // than the wakeup granularity (1 ms scaled like the latency)
-            // behind a running task's preempts it. Here the running task
-            // with the largest vruntime gives up its CPU at the end of the
-            // piece of work it is doing (its slice is over).
+            // behind the task running on its CPU preempts it, at the end of
+            // the piece of work that task is doing (its slice is over).
             let gran = self.cpus.sleeper_credit_ns / 3;
             let me = self.tasks[t as usize].vruntime;
-            let victim = self
-                .cpus
-                .holder
-                .iter()
-                .flatten()
-                .copied()
-                .max_by_key(|&h| (self.tasks[h as usize].vruntime, h));
-            if let Some(v) = victim {
+            if let Some(v) = self.cpus.holder[c] {
                 if self.tasks[v as usize].vruntime > me + gran {
                     self.tasks[v as usize].slice_left = 0;
                 }
@@ -149,7 +237,7 @@ impl Kernel {
         let now = self.exec.now();
         let key = (self.tasks[t as usize].vruntime, self.cpus.arrivals);
         self.cpus.arrivals += 1;
-        self.cpus.runqueue.insert(key, (t, seq, now));
+        self.cpus.runqueues[c].insert(key, (t, seq, now));
         false
     }
 
@@ -191,11 +279,18 @@ impl Kernel {
         // (An exiting task left the queue in `task_exited` → `Cpus::forget`.)
         debug_assert!(self
             .cpus
-            .runqueue
-            .values()
+            .runqueues
+            .iter()
+            .flat_map(|rq| rq.values())
             .all(|e| !self.exec.sched[e.0 as usize].exited));
-        // pick_next_entity(): the smallest vruntime, earliest arrival on ties.
-        if let Some((_, (next, seq, since))) = self.cpus.runqueue.pop_first() {
+        // pick_next_entity(): the smallest vruntime, earliest arrival on
+        // ties; a CPU left with nothing to run pulls a task queued on
+        // another (newidle balance).
+        let picked = match self.cpus.runqueues[c].pop_first() {
+            Some((_, e)) => Some(e),
+            None => self.cpus.pull_for_idle(c),
+        };
+        if let Some((next, seq, since)) = picked {
             let now = self.exec.now();
             self.cpus.holder[c] = Some(next);
             self.tasks[next as usize].cpu = c as u32;
@@ -208,7 +303,12 @@ impl Kernel {
     /// queued tasks, never going backwards.
     fn update_min_vruntime(&mut self) {
         let running = self.cpus.holder.iter().flatten();
-        let leftmost = self.cpus.runqueue.keys().next().map(|k| k.0);
+        let leftmost = self
+            .cpus
+            .runqueues
+            .iter()
+            .filter_map(|rq| rq.keys().next().map(|k| k.0))
+            .min();
         if let Some(m) = running
             .map(|&t| self.tasks[t as usize].vruntime)
             .chain(leftmost)
@@ -235,9 +335,15 @@ pub async fn run_on_cpu(w: &World, mut user: u64, mut sys: u64) {
             (
                 k.holds_cpu(t),
                 k.tasks[t as usize].slice_left == 0,
-                !k.cpus.runqueue.is_empty(),
+                k.cpus.queued(k.tasks[t as usize].cpu as usize),
             )
         };
+        if holds && slice_over {
+            // The scheduler tick of a busy CPU: the periodic load balance.
+            let mut k = w.k();
+            let now = k.exec.now();
+            k.cpus.periodic_balance(now);
+        }
         if !holds || (slice_over && queued) {
             if holds {
                 w.k().release_cpu();

@@ -304,7 +304,7 @@ async fn congestion_wait_as(
         // cond_resched(): yield the CPU if someone waits for it.
         let busy = {
             let k = w.k();
-            !k.cpus.runqueue.is_empty()
+            k.cpus.queued(k.current().cpu as usize)
         };
         if busy {
             wake_cost(w).await;

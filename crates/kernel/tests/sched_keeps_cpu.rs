@@ -52,3 +52,35 @@ fn a_task_working_in_small_pieces_gets_its_share() {
         done / MS
     );
 }
+
+/// With a run queue per CPU, a CPU whose queue runs dry pulls a task queued
+/// on another (`newidle_balance`) rather than idle: three tasks that each
+/// work 2 ms and sleep 1 ms keep both CPUs busy, and one that sleeps
+/// often cannot strand the others on one CPU.
+#[test]
+fn a_cpu_pulls_work_rather_than_idle() {
+    let w: Rc<World> = common::boot_v515(MACHINE, &[]);
+    let mut tasks = Vec::new();
+    for _ in 0..3 {
+        let t = w.k().new_task("worker", TaskKind::User, 0);
+        tasks.push(t);
+        let w2 = w.clone();
+        w.spawn(t, async move {
+            loop {
+                run_on_cpu(&w2, 2 * MS, 0).await;
+                let until = w2.k().exec.now() + MS;
+                w2.sleep_until(until).await;
+            }
+        });
+    }
+    w.run_until(1_000 * MS);
+    let k = w.k();
+    let used: u64 = tasks.iter().map(|&t| k.tasks[t as usize].user_ns).sum();
+    // Each task wants 2/3 of a CPU, 2 CPUs' worth in all: the CPUs should
+    // be busy nearly all the time.
+    assert!(
+        used > 1_900 * MS,
+        "3 tasks used {} ms of 2 CPUs' 2000 ms",
+        used / MS
+    );
+}
