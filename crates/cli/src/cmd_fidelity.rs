@@ -14,8 +14,8 @@ use anyhow::{bail, Context};
 use reclaimlab_kernel::profile::{profile, profiles};
 use reclaimlab_report::fidelity::{letter, side_from_dir, suite};
 use reclaimlab_report::{
-    fidelity_report, render_fidelity_html, render_fidelity_json, render_fidelity_text, Side,
-    Tolerance,
+    fidelity_report_with_generations, render_fidelity_html, render_fidelity_json,
+    render_fidelity_text, Side, Tolerance,
 };
 
 /// Arguments of `reclaimlab fidelity`.
@@ -54,6 +54,10 @@ pub struct Args {
     /// Kolmogorov–Smirnov distance within which delay distributions agree.
     #[arg(long, default_value_t = 0.25, value_name = "D")]
     pub ks: f64,
+    /// For a suite's `[[generations]]`: a change between the older and the
+    /// newer kernel of less than this many % has no direction.
+    #[arg(long, default_value_t = 10.0, value_name = "PCT")]
+    pub direction_band: f64,
 }
 
 fn side(dir: &Path) -> anyhow::Result<Side> {
@@ -77,10 +81,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if !(args.ks.is_finite() && (0.0..=1.0).contains(&args.ks)) {
         bail!("--ks {}: expected a distance from 0 to 1", args.ks);
     }
+    if !(args.direction_band.is_finite() && args.direction_band >= 0.0) {
+        bail!(
+            "--direction-band {}: expected a percentage, 0 or more",
+            args.direction_band
+        );
+    }
     let tol = Tolerance {
         factor: args.tolerance,
         share_points: args.share_points,
         ks: args.ks,
+        direction_pct: args.direction_band,
     };
     let mut pairs: Vec<(Side, Side)> = Vec::new();
     for p in args.pair.chunks(2) {
@@ -99,8 +110,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             ),
         },
     }
+    let mut generations = Vec::new();
     if let Some(file) = &args.suite {
         let suite = suite::load_suite(file)?;
+        // The suite's pairs follow those given before it.
+        let first = pairs.len();
+        generations.extend(
+            suite
+                .generations
+                .iter()
+                .map(|&(o, n)| (first + o, first + n)),
+        );
         for (s, r) in &suite.pairs {
             pairs.push((side(s)?, side(r)?));
         }
@@ -111,7 +131,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if pairs.is_empty() {
         bail!("nothing to score: give SIM REAL, --pair SIM REAL, --letter FILE SIM... or --suite FILE");
     }
-    let report = fidelity_report(&pairs, tol)?;
+    let report = fidelity_report_with_generations(&pairs, &generations, tol)?;
     for p in &report.pairs {
         for w in &p.warnings {
             eprintln!(

@@ -35,7 +35,10 @@ pub mod stats;
 
 use std::path::Path;
 
-pub use fidelity::{fidelity_report, render_fidelity_json, FidelityReport, Side, Tolerance};
+pub use fidelity::{
+    fidelity_report, fidelity_report_with_generations, render_fidelity_json, FidelityReport, Side,
+    Tolerance,
+};
 pub use format::csv::render_csv;
 pub use format::fidelity_html::{fidelity_section, render_fidelity_html};
 pub use format::fidelity_text::render_fidelity_text;

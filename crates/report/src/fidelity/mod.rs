@@ -20,6 +20,7 @@
 //! deterministic: rows are in the reference side's order, then the
 //! simulated side's.
 
+pub mod directions;
 mod figures;
 pub mod letter;
 mod score;
@@ -144,6 +145,9 @@ pub struct Tolerance {
     pub share_points: f64,
     /// Delay distributions: within if the Kolmogorov–Smirnov distance ≤ this.
     pub ks: f64,
+    /// Generation comparisons: a figure that changes by less than this
+    /// many % between the older and the newer kernel has no direction.
+    pub direction_pct: f64,
 }
 
 impl Default for Tolerance {
@@ -152,6 +156,7 @@ impl Default for Tolerance {
             factor: 2.0,
             share_points: 10.0,
             ks: 0.25,
+            direction_pct: 10.0,
         }
     }
 }
@@ -326,6 +331,10 @@ pub struct FidelityReport {
     pub pairs: Vec<PairReport>,
     /// The summary over every pair's rows.
     pub total: Summary,
+    /// Older and newer kernel pairs of one workload compared direction by
+    /// direction ([`directions`]), as a suite's `[[generations]]` ask.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub generations: Vec<directions::Generations>,
 }
 
 /// A pair that cannot be scored.
@@ -346,16 +355,38 @@ pub fn fidelity_report(
     pairs: &[(Side, Side)],
     tol: Tolerance,
 ) -> Result<FidelityReport, PairError> {
+    fidelity_report_with_generations(pairs, &[], tol)
+}
+
+/// [`fidelity_report`], and for each `(older, newer)` (indices into
+/// `pairs`) the direction of every difference between the two kernels,
+/// real against simulated.
+pub fn fidelity_report_with_generations(
+    pairs: &[(Side, Side)],
+    generations: &[(usize, usize)],
+    tol: Tolerance,
+) -> Result<FidelityReport, PairError> {
     let scored = pairs
         .iter()
         .map(|(s, r)| score_pair(s, r, tol))
         .collect::<Result<Vec<_>, _>>()?;
     let total = total_summary(&scored);
+    let generations = generations
+        .iter()
+        .map(|&(o, n)| match (scored.get(o), scored.get(n)) {
+            (Some(o), Some(n)) => Ok(directions::compare_generations(o, n, tol.direction_pct)),
+            _ => Err(PairError(format!(
+                "generations ({o}, {n}): no such pair among the {}",
+                scored.len()
+            ))),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(FidelityReport {
         schema: SCHEMA.into(),
         tolerance: tol,
         pairs: scored,
         total,
+        generations,
     })
 }
 

@@ -23,6 +23,17 @@ struct SuiteFile {
     pair: Vec<PairFile>,
     #[serde(default)]
     letter: Vec<LetterFile>,
+    #[serde(default)]
+    generations: Vec<GenerationsFile>,
+}
+
+/// Two pairs of one workload on an older and a newer kernel, named by their
+/// real records.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct GenerationsFile {
+    older: PathBuf,
+    newer: PathBuf,
 }
 
 #[derive(Deserialize)]
@@ -47,6 +58,10 @@ pub struct Suite {
     /// Letters and the simulated records (or folders of them) to score
     /// against each.
     pub letters: Vec<(PathBuf, Vec<PathBuf>)>,
+    /// `[[generations]]`: pairs of `pairs` (indices), the older kernel's
+    /// and the newer's, whose differences are compared direction by
+    /// direction.
+    pub generations: Vec<(usize, usize)>,
 }
 
 /// Parses a suite; `path` names it in errors and anchors relative paths.
@@ -70,8 +85,23 @@ pub fn parse_suite(text: &str, path: &Path) -> Result<Suite, LetterError> {
     }
     let base = path.parent().unwrap_or(Path::new(""));
     let at = |p: &Path| base.join(p);
+    let pairs: Vec<(PathBuf, PathBuf)> = f.pair.iter().map(|p| (at(&p.sim), at(&p.real))).collect();
+    let index = |real: &Path, which: &str| {
+        pairs.iter().position(|(_, r)| *r == at(real)).ok_or_else(|| {
+            err(format!(
+                "[[generations]] {which} = `{}` is not the real record of any [[pair]]: name one of the pairs' `real` paths",
+                real.display()
+            ))
+        })
+    };
+    let generations = f
+        .generations
+        .iter()
+        .map(|g| Ok((index(&g.older, "older")?, index(&g.newer, "newer")?)))
+        .collect::<Result<Vec<_>, LetterError>>()?;
     Ok(Suite {
-        pairs: f.pair.iter().map(|p| (at(&p.sim), at(&p.real))).collect(),
+        generations,
+        pairs,
         letters: f
             .letter
             .iter()
@@ -110,6 +140,21 @@ mod tests {
                 PathBuf::from("suites/l.toml"),
                 vec![PathBuf::from("suites/../out")]
             )]
+        );
+        let g = parse_suite(
+            "schema = 'reclaimlab.fidelity-suite/1'\n[[pair]]\nsim = 'a'\nreal = 'r/old'\n[[pair]]\nsim = 'b'\nreal = 'r/new'\n[[generations]]\nolder = 'r/old'\nnewer = 'r/new'\n",
+            Path::new("suites/suite.toml"),
+        )
+        .unwrap();
+        assert_eq!(g.generations, [(0, 1)]);
+        let e = parse_suite(
+            "schema = 'reclaimlab.fidelity-suite/1'\n[[pair]]\nsim = 'a'\nreal = 'r/old'\n[[generations]]\nolder = 'r/old'\nnewer = 'r/gone'\n",
+            Path::new("s.toml"),
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "s.toml: [[generations]] newer = `r/gone` is not the real record of any [[pair]]: name one of the pairs' `real` paths"
         );
         let e = parse_suite(
             "schema = 'reclaimlab.fidelity-suite/1'\n",

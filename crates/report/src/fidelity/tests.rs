@@ -383,3 +383,52 @@ fn json_names_the_schema_and_verdicts_in_kebab_case() {
     }
     assert_eq!(v["total"]["rows"]["within"], v["total"]["rows"]["of"]);
 }
+
+/// `[[generations]]`: where the real kernels differ by more than the band,
+/// the simulated pair must differ the same way; a flat real difference is
+/// not scored, nor is a count too small to have a direction.
+#[test]
+fn generation_directions_are_compared_figure_by_figure() {
+    let real_old = fixture("base");
+    let mut real_new = fixture("base");
+    let scanned = "ops.direct_pages_scanned";
+    let before = real_old
+        .figures
+        .iter()
+        .find(|f| f.key == scanned)
+        .unwrap()
+        .value;
+    assert!(before >= 200.0, "the fixture scans: {before}");
+    set(&mut real_new, scanned, before * 2.0);
+    // The simulation goes the other way for direct scanning.
+    let sim_old = fixture("base");
+    let mut sim_new = fixture("base");
+    set(&mut sim_new, scanned, before / 2.0);
+    let pairs = [(sim_old, real_old), (sim_new, real_new)];
+    let rep = fidelity_report_with_generations(&pairs, &[(0, 1)], Tolerance::default()).unwrap();
+    let g = &rep.generations[0];
+    let r = g.rows.iter().find(|r| r.key == scanned).unwrap();
+    assert_eq!(r.real_direction, directions::Direction::Up);
+    assert_eq!(r.sim_direction, Some(directions::Direction::Down));
+    assert_eq!(r.agree, Some(false));
+    // Every other figure is the same on both kernels: flat, not scored.
+    assert_eq!((g.agree, g.of), (0, 1));
+    assert!(g
+        .rows
+        .iter()
+        .filter(|r| r.key != scanned)
+        .all(|r| r.agree.is_none()));
+    // Same direction: agrees. A pair index out of range is refused.
+    let mut pairs = pairs;
+    set(&mut pairs[1].0, scanned, before * 3.0);
+    let rep = fidelity_report_with_generations(&pairs, &[(0, 1)], Tolerance::default()).unwrap();
+    assert_eq!((rep.generations[0].agree, rep.generations[0].of), (1, 1));
+    assert!(fidelity_report_with_generations(&pairs, &[(0, 2)], Tolerance::default()).is_err());
+    // The JSON carries them; a report without them has no key.
+    let json = String::from_utf8(render_fidelity_json(&rep)).unwrap();
+    assert!(json.contains("\"generations\"") && json.contains("\"real_direction\": \"up\""));
+    let plain = fidelity_report(&pairs, Tolerance::default()).unwrap();
+    assert!(!String::from_utf8(render_fidelity_json(&plain))
+        .unwrap()
+        .contains("\"generations\""));
+}

@@ -9,8 +9,12 @@
 
 use std::fmt::Write as _;
 
-use super::fidelity_text::{comparison, summary_lines, value};
+use super::fidelity_text::{
+    comparison, direction_word, generations_heading, generations_summary, generations_total,
+    summary_lines, value,
+};
 use super::html::{esc, esc_fit};
+use crate::fidelity::directions::Generations;
 use crate::fidelity::{FidelityReport, Kind, PairReport, Verdict};
 
 /// The CSS for the section's classes.
@@ -96,8 +100,49 @@ pub fn fidelity_section(report: &FidelityReport) -> String {
     for p in &report.pairs {
         pair_html(&mut out, p);
     }
+    for g in &report.generations {
+        generations_html(&mut out, g);
+    }
+    if report.generations.len() > 1 {
+        let (agree, of) = generations_total(&report.generations);
+        let _ = writeln!(
+            out,
+            "<p>All {} generation comparisons: {agree} of {of} directions as on the real kernels.</p>",
+            report.generations.len()
+        );
+    }
     out.push_str("</section>\n");
     out
+}
+
+fn generations_html(out: &mut String, g: &Generations) {
+    let _ = writeln!(
+        out,
+        "<h3>{}</h3>\n<p>{}</p>",
+        esc_fit(&generations_heading(g)),
+        esc(&generations_summary(g))
+    );
+    out.push_str("<table><tr><th>figure</th><th>real older</th><th>real newer</th><th>real</th><th>sim older</th><th>sim newer</th><th>sim</th><th>verdict</th></tr>\n");
+    for r in &g.rows {
+        let cls = match r.agree {
+            Some(true) => "v-within",
+            Some(false) => "v-outside",
+            None => "v-nc",
+        };
+        let _ = writeln!(
+            out,
+            "<tr class=\"{cls}\"><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+            esc_fit(&r.label),
+            esc(&value(Some(r.real.0))),
+            esc(&value(Some(r.real.1))),
+            r.real_direction.word(),
+            esc(&value(r.sim.0)),
+            esc(&value(r.sim.1)),
+            r.sim_direction.map_or("-", |d| d.word()),
+            direction_word(r)
+        );
+    }
+    out.push_str("</table>\n");
 }
 
 /// A self-contained page holding only the fidelity section.

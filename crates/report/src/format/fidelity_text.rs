@@ -7,7 +7,8 @@
 
 use std::fmt::Write as _;
 
-use super::text::{chars, fit};
+use super::text::{chars, fit, fit_to};
+use crate::fidelity::directions::{DirectionRow, Generations};
 use crate::fidelity::{FidelityReport, Kind, PairReport, Row, Summary, Tally, Verdict};
 
 /// A value as the tables print it: integers without decimals from 1000 on.
@@ -187,5 +188,70 @@ pub fn render_fidelity_text(report: &FidelityReport) -> String {
             let _ = writeln!(out, "  {l}");
         }
     }
+    for g in &report.generations {
+        generations_text(&mut out, g);
+    }
+    if report.generations.len() > 1 {
+        let (agree, of) = generations_total(&report.generations);
+        let _ = writeln!(
+            out,
+            "\nAll {} generation comparisons: {agree} of {of} directions as on the real kernels",
+            report.generations.len()
+        );
+    }
     out
+}
+
+/// Directions that agree, and directions scored, over `gs`.
+pub(crate) fn generations_total(gs: &[Generations]) -> (usize, usize) {
+    gs.iter().fold((0, 0), |(a, o), g| (a + g.agree, o + g.of))
+}
+
+/// The heading line of a generation comparison.
+pub(crate) fn generations_heading(g: &Generations) -> String {
+    format!(
+        "Generations: {} -> {} (a change under {} % is flat)",
+        g.older, g.newer, g.band_pct
+    )
+}
+
+/// Its summary line.
+pub(crate) fn generations_summary(g: &Generations) -> String {
+    format!(
+        "{} of {} directions as on the real kernels (figures the real kernels differ on, and the simulation has)",
+        g.agree, g.of
+    )
+}
+
+/// The verdict word of a direction row.
+pub(crate) fn direction_word(r: &DirectionRow) -> &'static str {
+    match r.agree {
+        Some(true) => "same",
+        Some(false) => "OPPOSITE",
+        None => "-",
+    }
+}
+
+fn generations_text(out: &mut String, g: &Generations) {
+    let _ = writeln!(out, "\n{}", generations_heading(g));
+    let _ = writeln!(
+        out,
+        "  {:<40} {:>12} {:>12} {:>5}  {:>12} {:>12} {:>5}  verdict",
+        "", "real older", "real newer", "", "sim older", "sim newer", ""
+    );
+    for r in &g.rows {
+        let _ = writeln!(
+            out,
+            "  {:<40} {:>12} {:>12} {:>5}  {:>12} {:>12} {:>5}  {}",
+            fit_to(&r.label, 40),
+            value(Some(r.real.0)),
+            value(Some(r.real.1)),
+            r.real_direction.word(),
+            value(r.sim.0),
+            value(r.sim.1),
+            r.sim_direction.map_or("-", |d| d.word()),
+            direction_word(r)
+        );
+    }
+    let _ = writeln!(out, "  {}", generations_summary(g));
 }
