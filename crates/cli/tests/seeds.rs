@@ -96,7 +96,7 @@ fn same_seed_gives_the_same_report_bytes() {
 /// two since the run queues are per CPU (2026-11-28): one of the two hogs
 /// stays resident and takes a CPU (Amean ~94 ms, 8 seeds of 12) or
 /// neither does (~87 ms), as the real host's pair splits one resident,
-/// one thrashing (docs/fidelity.md, "Per-CPU run queues").
+/// one thrashing (docs/fidelity.md, "A run queue per CPU").
 /// From five workers up it had two before that already: after
 /// the hogs start, the file LRU either recovers (~75 K pages) or stays
 /// collapsed, where the dirty limit (a share of free + file pages) stays

@@ -33,7 +33,7 @@
 //! That inequality matters: identical workers that thrash memory in lock
 //! step under a single queue split, as on the real kernels (one or two
 //! hogs of four stay resident, the others thrash), once some get more CPU
-//! than others (docs/fidelity.md, "Per-CPU run queues").
+//! than others (docs/fidelity.md, "A run queue per CPU").
 //!
 //! Simplifications: one `min_vruntime` for all CPUs (CFS keeps one per
 //! queue and renormalises a migrating task's vruntime); no `wake_affine`

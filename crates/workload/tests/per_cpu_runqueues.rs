@@ -4,7 +4,7 @@
 //! simulator's single run queue until 2026-11-28. Tasks stay on their
 //! CPUs, CPUs carry unequal loads, the hogs with more CPU pass over their
 //! memory sooner, keep it young and stay resident, and the others thrash:
-//! the split every real run shows (docs/fidelity.md, "Per-CPU run queues").
+//! the split every real run shows (docs/fidelity.md, "A run queue per CPU").
 
 mod common;
 use common::*;
