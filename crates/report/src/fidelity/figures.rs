@@ -167,11 +167,15 @@ pub(super) fn ops_rank(key: &str) -> usize {
 }
 
 /// vmstat counters fidelity compares beyond the Ops table: swap-in,
-/// swap-out and major faults.
-const VMSTAT: [(&str, &str); 3] = [
+/// swap-out, major faults, and swap readahead (pages read ahead, and those
+/// a fault then found: `swap_ra`, `swap_ra_hit`, counted since 4.14; a
+/// record without them has no such rows).
+const VMSTAT: [(&str, &str); 5] = [
     ("pswpin", "Swap ins (pswpin)"),
     ("pswpout", "Swap outs (pswpout)"),
     ("pgmajfault", "Major faults (pgmajfault)"),
+    ("swap_ra", "Swap readahead (swap_ra)"),
+    ("swap_ra_hit", "Swap readahead hits (swap_ra_hit)"),
 ];
 
 /// Latency statistics per operation: key suffix, label, percentile
