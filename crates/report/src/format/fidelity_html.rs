@@ -10,7 +10,7 @@
 use std::fmt::Write as _;
 
 use super::fidelity_text::{
-    comparison, direction_word, generations_heading, generations_summary, generations_total,
+    comparison, direction_word, generations_heading, generations_summary, generations_total_line,
     summary_lines, value,
 };
 use super::html::{esc, esc_fit};
@@ -103,13 +103,8 @@ pub fn fidelity_section(report: &FidelityReport) -> String {
     for g in &report.generations {
         generations_html(&mut out, g);
     }
-    if report.generations.len() > 1 {
-        let (agree, of) = generations_total(&report.generations);
-        let _ = writeln!(
-            out,
-            "<p>All {} generation comparisons: {agree} of {of} directions as on the real kernels.</p>",
-            report.generations.len()
-        );
+    if let Some(l) = generations_total_line(&report.generations) {
+        let _ = writeln!(out, "<p>{}.</p>", esc(&l));
     }
     out.push_str("</section>\n");
     out

@@ -191,20 +191,21 @@ pub fn render_fidelity_text(report: &FidelityReport) -> String {
     for g in &report.generations {
         generations_text(&mut out, g);
     }
-    if report.generations.len() > 1 {
-        let (agree, of) = generations_total(&report.generations);
-        let _ = writeln!(
-            out,
-            "\nAll {} generation comparisons: {agree} of {of} directions as on the real kernels",
-            report.generations.len()
-        );
+    if let Some(l) = generations_total_line(&report.generations) {
+        let _ = writeln!(out, "\n{l}");
     }
     out
 }
 
-/// Directions that agree, and directions scored, over `gs`.
-pub(crate) fn generations_total(gs: &[Generations]) -> (usize, usize) {
-    gs.iter().fold((0, 0), |(a, o), g| (a + g.agree, o + g.of))
+/// The total over several generation comparisons (`None` for one or none).
+pub(crate) fn generations_total_line(gs: &[Generations]) -> Option<String> {
+    let (agree, of) = gs.iter().fold((0, 0), |(a, o), g| (a + g.agree, o + g.of));
+    (gs.len() > 1).then(|| {
+        format!(
+            "All {} generation comparisons: {agree} of {of} directions as on the real kernels",
+            gs.len()
+        )
+    })
 }
 
 /// The heading line of a generation comparison.
