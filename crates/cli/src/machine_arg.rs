@@ -107,6 +107,12 @@ fn resolve_guest(arg: &str, g: &GuestMachine) -> anyhow::Result<Resolved> {
     if let Some(m) = g.swapout_ns {
         let n = guest_swapout_ns(m, g.cpu_slowdown);
         eprintln!("reclaimlab: --machine {arg}: cost.swapout_page_ns={n} (the guest's measured swap cycle less the simulator's other costs of it: swapout-ns={m} is against the probe's base)");
+        if n == 0 {
+            // The probe's whole cycle came out below what the simulator
+            // already charges for the rest of it: a swap-out cannot be
+            // free, so the measurement (one run of the probe) is suspect.
+            eprintln!("reclaimlab: warning: --machine {arg}: the guest's measured swap cycle is below the simulator's other costs of it, so its swap-outs cost no CPU here; the probe's figure is suspect (docs/fidelity.md, \"Directions between the generations\"): give swapout-ns= a value measured again, or --set cost.swapout_page_ns");
+        }
         costs.push(("cost.swapout_page_ns", n.to_string()));
     }
     if let (Some(l), Some(b)) = (g.swap_lat_us, g.swap_mb_s) {

@@ -196,6 +196,32 @@ fn sim_on_a_guest_machine_scales_the_cpu_costs() {
     let _ = std::fs::remove_dir_all(&out_dir);
 }
 
+/// A probe's swap cycle below the simulator's other costs of it gives a
+/// free swap-out: the run goes on, with a warning that says so and what
+/// to do; a plausible cycle gives no warning.
+#[test]
+fn a_swap_cycle_below_the_other_costs_is_warned_about() {
+    for (swapout, warned) in [("0", true), ("300000", false)] {
+        let out_dir = tmp(&format!("sim-swapout-{swapout}"));
+        let m = format!("guest:1G,cpus=1,disk=4,memory=512M,cpu-slowdown=20,swapout-ns={swapout}");
+        let out = bin()
+            .args(["sim", "stutterp", "--kernel", "v5.15", "--machine", &m])
+            .args(SHORT_SIM)
+            .arg("--out")
+            .arg(&out_dir)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        assert_eq!(
+            err.contains("the probe's figure is suspect"),
+            warned,
+            "swapout-ns={swapout}: {err}"
+        );
+        let _ = std::fs::remove_dir_all(&out_dir);
+    }
+}
+
 #[test]
 fn malformed_guest_machines_exit_2_naming_the_field() {
     for (m, want) in [
