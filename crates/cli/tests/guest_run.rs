@@ -164,19 +164,27 @@ fn real_guest_boot_of_debian_6_1() {
     let _ = std::fs::remove_dir_all(&out_dir);
 }
 
+/// A short `sim stutterp` under v5.15 on machine `m` with `extra`
+/// arguments, into `out_dir`: its stderr, once it exited 0.
+fn sim_short_on(m: &str, extra: &[&str], out_dir: &std::path::Path) -> String {
+    let out = bin()
+        .args(["sim", "stutterp", "--kernel", "v5.15", "--machine", m])
+        .args(SHORT_SIM)
+        .args(extra)
+        .arg("--out")
+        .arg(out_dir)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    err
+}
+
 #[test]
 fn sim_on_a_guest_machine_scales_the_cpu_costs() {
     let out_dir = tmp("sim-guest");
     let m = "guest:1G,cpus=1,disk=4,memory=512M,cpu-slowdown=20";
-    let out = bin()
-        .args(["sim", "stutterp", "--kernel", "v5.15", "--machine", m])
-        .args(SHORT_SIM)
-        .args(["--set", "cost.wakeup_ns=1000", "--out"])
-        .arg(&out_dir)
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{err}");
+    let err = sim_short_on(m, &["--set", "cost.wakeup_ns=1000"], &out_dir);
     assert!(
         err.contains("every cost.* and lru_lock.* parameter x20"),
         "{err}"
@@ -204,15 +212,7 @@ fn a_swap_cycle_below_the_other_costs_is_warned_about() {
     for (swapout, warned) in [("0", true), ("300000", false)] {
         let out_dir = tmp(&format!("sim-swapout-{swapout}"));
         let m = format!("guest:1G,cpus=1,disk=4,memory=512M,cpu-slowdown=20,swapout-ns={swapout}");
-        let out = bin()
-            .args(["sim", "stutterp", "--kernel", "v5.15", "--machine", &m])
-            .args(SHORT_SIM)
-            .arg("--out")
-            .arg(&out_dir)
-            .output()
-            .unwrap();
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert_eq!(out.status.code(), Some(0), "{err}");
+        let err = sim_short_on(&m, &[], &out_dir);
         assert_eq!(
             err.contains("the probe's figure is suspect"),
             warned,

@@ -17,7 +17,7 @@
 use super::alloc::{alloc_page, Gfp};
 use super::page::{pg, PageFlags, Pfn};
 use super::slots::Slots;
-use super::swap::{SHADOW, SLOT_EMPTY};
+use super::swap::{cached_page, SHADOW, SLOT_EMPTY};
 use super::NodeStat;
 use crate::block::{submit_bio, ReqKind};
 use crate::engine::{TaskId, World};
@@ -141,8 +141,7 @@ impl Kernel {
             }
             if e & PTE_SWAP != 0 {
                 let slot = e & !PTE_SWAP;
-                let c = self.swap.cache.get(slot as usize);
-                if c != SLOT_EMPTY && c & SHADOW == 0 {
+                if let Some(c) = cached_page(self.swap.cache.get(slot as usize)) {
                     // Still in the swap cache: free it with its slot, or let
                     // its holder (reclaim, I/O) do so.
                     self.orphan_or_free(c, false);
@@ -537,8 +536,8 @@ impl Kernel {
 /// is still being read) or read from the swap device with the readahead
 /// around it (major, waits for the I/O).
 async fn do_swap_page(w: &World, id: u32, index: u32, slot: u32, write: bool) -> Access {
-    let cached = w.k().swap.cache.get(slot as usize);
-    let pfn = if cached != SLOT_EMPTY && cached & SHADOW == 0 {
+    let cached = cached_page(w.k().swap.cache.get(slot as usize));
+    let pfn = if let Some(cached) = cached {
         // Swap-cache hit: the page is still resident (under writeback, or
         // read ahead by an earlier fault); folio_lock_or_retry waits for a
         // read in flight.

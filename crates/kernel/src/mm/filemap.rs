@@ -305,8 +305,7 @@ impl Kernel {
 
     /// The cached page at `index` of file `f`, if resident.
     pub fn find_get_page(&self, f: u32, index: u32) -> Option<Pfn> {
-        let e = self.files[f as usize].cache.get(index as usize);
-        (e != SLOT_EMPTY && e & SHADOW == 0).then_some(e)
+        super::swap::cached_page(self.files[f as usize].cache.get(index as usize))
     }
 }
 

@@ -17,6 +17,13 @@ pub const SLOT_EMPTY: u32 = u32::MAX;
 /// Tag bit of a shadow entry.
 pub const SHADOW: u32 = 1 << 31;
 
+/// The page a cache entry (a swap slot's, or a file index's) holds: `None`
+/// for an empty entry or a shadow.
+#[inline]
+pub fn cached_page(entry: u32) -> Option<Pfn> {
+    (entry != SLOT_EMPTY && entry & SHADOW == 0).then_some(entry)
+}
+
 /// The swap area (`swap_info_struct`).
 #[derive(Debug)]
 pub struct SwapInfo {

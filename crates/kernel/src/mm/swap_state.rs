@@ -20,7 +20,7 @@
 use super::alloc::{alloc_page_charged, Gfp};
 use super::anon::PTE_SWAP;
 use super::page::{pg, Pfn};
-use super::swap::{SHADOW, SLOT_EMPTY};
+use super::swap::cached_page;
 use crate::engine::World;
 use crate::vmstat::Ev;
 use crate::Kernel;
@@ -135,8 +135,9 @@ impl Kernel {
                     return None;
                 }
                 let s = e & !PTE_SWAP;
-                let c = self.swap.cache.get(s as usize);
-                (c == SLOT_EMPTY || c & SHADOW != 0).then_some((j as u32, s))
+                cached_page(self.swap.cache.get(s as usize))
+                    .is_none()
+                    .then_some((j as u32, s))
             })
             .collect()
     }
@@ -159,11 +160,8 @@ pub async fn swap_vma_readahead(w: &World, id: u32, index: u32) -> Vec<Pfn> {
         // Allocation may have slept in reclaim: the pte or the slot may have
         // changed (the slot read meanwhile, the mapping gone).
         let m = &k.anon[id as usize];
-        let c = k.swap.cache.get(slot as usize);
-        if !m.alive
-            || m.pte.get(i as usize) != (PTE_SWAP | slot)
-            || !(c == SLOT_EMPTY || c & SHADOW != 0)
-        {
+        let cached = cached_page(k.swap.cache.get(slot as usize));
+        if !m.alive || m.pte.get(i as usize) != (PTE_SWAP | slot) || cached.is_some() {
             k.free_page(pfn);
             continue;
         }
