@@ -262,6 +262,13 @@ pub struct KernelProfile {
     /// `folio_referenced_one`). No profile has it: the kernels modelled
     /// are older (`--set policy.vma_recency=1` for 6.3 and later).
     pub vma_recency: bool,
+    /// `shrink_lruvec` stops once it has reclaimed enough and made its one
+    /// proportional nudge (`proportional_reclaim`, f53af4285d77 "mm:
+    /// vmscan: fix extreme overreclaim and swap floods", 6.0, backported to
+    /// 5.10.157; 6.1.0 and 5.10.265 mm/vmscan.c); up to 5.19 the nudge set
+    /// `scan_adjusted` and the loop then scanned the rest of the larger
+    /// type's target without looking at `nr_to_reclaim` again (5.15.0).
+    pub proportional_reclaim: bool,
 }
 
 /// 4.16, from 2.6.37: the 5.15 call sites (`congestion_wait` for kswapd and
@@ -304,6 +311,20 @@ const V5_9: KernelProfile = KernelProfile {
     memcg_charge_retries: 16,
     xfs_inode_reclaim: InodeReclaim::AsyncPinned,
     ..V5_8
+};
+
+/// 5.10 as Debian bullseye serves it (`5.10.0-32-amd64`, stable 5.10.2xx),
+/// from 5.9: the same throttling call sites, `do_shrink_slab` of 5.8-5.10
+/// and XFS with `->writepage`, plus what the stable tree took back from
+/// later kernels that the model has: `shrink_lruvec`'s overreclaim fix
+/// (5.10.157). Read against 5.10.265 mm/vmscan.c: its reclaim differs from
+/// 5.15.0's otherwise only in refactoring, NUMA demotion (5.15, off without
+/// tiered memory) and 5.14's `ZONE_RECLAIM_ACTIVE` (per-CPU list sizes).
+const V5_10: KernelProfile = KernelProfile {
+    name: "v5.10",
+    description: "Debian bullseye's 5.10 stable: the 5.15 throttling call sites (congestion_wait, wait_iff_congested, msleep), do_shrink_slab of 5.8-5.10, XFS with ->writepage, and shrink_lruvec's overreclaim fix (backported in 5.10.157)",
+    proportional_reclaim: true,
+    ..V5_9
 };
 
 /// 5.15, from 5.9: `do_shrink_slab` of 5.13+.
@@ -385,8 +406,9 @@ const V5_16: KernelProfile = KernelProfile {
 /// `writeback_congestion_wait` tracepoint (gone in 5.18).
 const V6_1: KernelProfile = KernelProfile {
     name: "v6.1",
-    description: "v5.16 and, for cgroup v1 limit reclaim, the WRITEBACK throttle after waking the flushers on an all-dirty batch (81a70c21d917, 6.0); the Debian bookworm kernel",
+    description: "v5.16 and, for cgroup v1 limit reclaim, the WRITEBACK throttle after waking the flushers on an all-dirty batch (81a70c21d917, 6.0), and shrink_lruvec's overreclaim fix (6.0); the Debian bookworm kernel",
     memcg_v1_dirty: Sleep::Throttle(Reason::Writeback),
+    proportional_reclaim: true,
     tp_congestion_wait: false,
     ..V5_16
 };
@@ -407,7 +429,8 @@ const NONE: KernelProfile = KernelProfile {
 };
 
 /// Every profile, in the kernel's history order (each one above derives
-/// from the one before it).
+/// from one before it: v5.15 from v5.9, as v5.10 does, since the 5.10
+/// stable tree took back a fix that 5.15.0 did not have yet).
 const PROFILES: &[KernelProfile] = &[
     early::V2_6_36,
     early::V2_6_37,
@@ -415,6 +438,7 @@ const PROFILES: &[KernelProfile] = &[
     V4_17,
     V5_8,
     V5_9,
+    V5_10,
     V5_15,
     RECLAIMCONGEST_V2,
     V5_16_RC1,
@@ -469,7 +493,7 @@ pub enum PolicyError {
 
 /// The sites and switches of a profile that `--set policy.NAME=VALUE`
 /// changes, with their help lines.
-const POLICY: [(&str, &str); 21] = [
+const POLICY: [(&str, &str); 22] = [
     ("policy.kswapd_immediate", "what kswapd does at the end of shrink_node when it met pages under writeback marked for immediate reclaim (sc->nr.immediate)"),
     ("policy.direct_congested", "what direct reclaim does at the end of shrink_node when kswapd has marked the lruvec LRUVEC_CONGESTED"),
     ("policy.too_many_isolated", "what shrink_inactive_list does (once) while too_many_isolated()"),
@@ -490,11 +514,12 @@ const POLICY: [(&str, &str); 21] = [
     ("policy.memcg_noprogress", "1: try_to_free_mem_cgroup_pages sleeps on NOPROGRESS (on the task's node) once more when the whole call reclaimed nothing (the posted series up to v3, reclaimcongest-v2); 0: only consider_reclaim_throttle's sleep (5.16-rc1 on)"),
     ("policy.writeback_wake_count", "who __acct_reclaim_writeback scales the WRITEBACK wake-up by (SWAP_CLUSTER_MAX written pages per task): writeback (the WRITEBACK waiters, nr_writeback_throttled, 5.16-rc1 on) or all (every task in reclaim_throttle, whatever its reason: the posted series' nr_reclaim_throttled, reclaimcongest-v2)"),
     ("policy.vma_recency", "1: folio_referenced ignores the accessed bits of MADV_RANDOM and MADV_SEQUENTIAL mappings (6.3+ vma_has_recency), so a mapped-file-stream reader's pages go at first sight; 0: only MADV_SEQUENTIAL's (up to 6.2, every profile here)"),
+    ("policy.shrink_lruvec", "what shrink_lruvec does once it has reclaimed nr_to_reclaim (not in global direct reclaim at DEF_PRIORITY): scan_adjusted (up to 5.19, 5.10.156: one proportional nudge, then the rest of the larger type's target is scanned whatever is reclaimed) or proportional_reclaim (6.0+, 5.10.157+: after the nudge one more batch, then stop)"),
     ("policy.rate_priority", "no kernel: off (every kernel), or gross/net: a direct reclaimer about to sleep in reclaim_throttle (not for ISOLATED) goes on if the pages it allocated (net: less those it freed or reclaimed) per second over its last throttle.rate.window_ms are at most the machine's reclaim rate (pgsteal per second) divided among the user tasks"),
 ];
 
 /// Every `policy.*` name (and `xfs.inode_reclaim`, a profile setting too).
-pub const POLICY_NAMES: [&str; 21] = [
+pub const POLICY_NAMES: [&str; 22] = [
     POLICY[0].0,
     POLICY[1].0,
     POLICY[2].0,
@@ -516,12 +541,17 @@ pub const POLICY_NAMES: [&str; 21] = [
     POLICY[18].0,
     POLICY[19].0,
     POLICY[20].0,
+    POLICY[21].0,
 ];
 
 const BOOL_CHOICES: [(&str, bool); 2] = [("0", false), ("1", true)];
 
 /// `policy.writeback_wake_count`'s values ([`KernelProfile::throttled_count_all`]).
 const WAKE_COUNT_CHOICES: [(&str, bool); 2] = [("writeback", false), ("all", true)];
+
+/// `policy.shrink_lruvec`'s values ([`KernelProfile::proportional_reclaim`]).
+const SHRINK_LRUVEC_CHOICES: [(&str, bool); 2] =
+    [("scan_adjusted", false), ("proportional_reclaim", true)];
 
 /// The value called `value` among `choices` of setting `name`.
 fn parse_choice<T: Copy>(
@@ -554,6 +584,7 @@ fn accepted_values(name: &str) -> Vec<&'static str> {
         | "xfs.writepage"
         | "policy.direct_congested_sees_node" => names(&BOOL_CHOICES),
         "policy.writeback_wake_count" => names(&WAKE_COUNT_CHOICES),
+        "policy.shrink_lruvec" => names(&SHRINK_LRUVEC_CHOICES),
         "policy.congestion_flags" => names(&CongestionFlags::CHOICES),
         "policy.too_many_isolated_loop" => names(&early::LOOP_CHOICES),
         "policy.rate_priority" => names(&RatePriority::CHOICES),
@@ -580,6 +611,9 @@ impl KernelProfile {
                 choice_name(&WAKE_COUNT_CHOICES, self.throttled_count_all)
             }
             "policy.rate_priority" => choice_name(&RatePriority::CHOICES, self.rate_priority),
+            "policy.shrink_lruvec" => {
+                choice_name(&SHRINK_LRUVEC_CHOICES, self.proportional_reclaim)
+            }
             "policy.memcg_v1_dirty" => choice_name(&Sleep::CHOICES, self.memcg_v1_dirty),
             "policy.congestion_flags" => {
                 choice_name(&CongestionFlags::CHOICES, self.congestion_flags)
@@ -644,6 +678,9 @@ impl KernelProfile {
             }
             "policy.rate_priority" => {
                 self.rate_priority = parse_choice(&RatePriority::CHOICES, name, value)?
+            }
+            "policy.shrink_lruvec" => {
+                self.proportional_reclaim = parse_choice(&SHRINK_LRUVEC_CHOICES, name, value)?
             }
             "policy.do_shrink_slab" => {
                 self.do_shrink_slab = parse_choice(&ShrinkSlab::CHOICES, name, value)?

@@ -95,6 +95,7 @@ pub const V2_6_36: KernelProfile = KernelProfile {
     xfs_inode_reclaim: InodeReclaim::Sync,
     xfs_writepage: true,
     vma_recency: false,
+    proportional_reclaim: false,
 };
 
 /// 2.6.37 (Mel Gorman's series, 15 Sep 2010): `wait_iff_congested(zone)`

@@ -18,6 +18,7 @@
 mod kswapd;
 mod lists;
 mod lru_lock;
+mod lruvec_scan;
 
 pub use kswapd::kswapd;
 
@@ -313,50 +314,32 @@ impl Kernel {
     }
 }
 
-/// `shrink_lruvec` (5.15): scans the evictable lists in `SWAP_CLUSTER_MAX`
-/// batches towards the `get_scan_count` targets; once enough is reclaimed
-/// (except in global direct reclaim at `DEF_PRIORITY`) it trims the other
-/// type proportionally and stops; finally rebalances the anon lists.
+/// `shrink_lruvec` (5.15; 6.1 with `proportional_reclaim`): scans the
+/// evictable lists in `SWAP_CLUSTER_MAX` batches towards the
+/// `get_scan_count` targets; once enough is reclaimed (except in global
+/// direct reclaim at `DEF_PRIORITY`) it stops the type with less left and
+/// trims the other, and what it does after that differs between the
+/// generations (profile `proportional_reclaim`; vmscan/lruvec_scan.rs).
+/// Finally it rebalances the anon lists.
 async fn shrink_lruvec(w: &World, nid: usize, memcg: usize, sc: &mut ScanControl) {
-    let (mut nr, scan_adjusted_init) = {
+    let (nr, def_priority_direct, proportional_reclaim) = {
         let k = w.k();
         let nr = k.get_scan_count(nid, memcg, sc);
         let adj = !sc.cgroup_reclaim() && !k.current_is_kswapd() && sc.priority == DEF_PRIORITY;
-        (nr, adj)
+        (nr, adj, k.profile.proportional_reclaim)
     };
-    let targets = nr;
-    let mut scan_adjusted = scan_adjusted_init;
+    let mut plan = lruvec_scan::LruvecScan::new(nr, def_priority_direct, proportional_reclaim);
     let nr_to_reclaim = sc.nr_to_reclaim;
     let mut nr_reclaimed = 0;
-    while nr[0] > 0 || nr[2] > 0 || nr[3] > 0 {
-        for (i, lru) in EVICTABLE_LRUS.iter().enumerate() {
-            if nr[i] > 0 {
-                let n = nr[i].min(SWAP_CLUSTER_MAX);
-                nr[i] -= n;
-                nr_reclaimed += shrink_list(w, *lru, n, nid, memcg, sc).await;
+    while let Some(round) = plan.next_round() {
+        for (n, lru) in round.iter().zip(EVICTABLE_LRUS.iter()) {
+            if *n > 0 {
+                nr_reclaimed += shrink_list(w, *lru, *n, nid, memcg, sc).await;
             }
         }
-        if nr_reclaimed < nr_to_reclaim || scan_adjusted {
-            continue;
-        }
-        let nr_file = nr[2] + nr[3];
-        let nr_anon = nr[0] + nr[1];
-        if nr_file == 0 || nr_anon == 0 {
+        if plan.stop_after_round(nr_reclaimed, nr_to_reclaim) {
             break;
         }
-        let (stop, other, percentage) = if nr_file > nr_anon {
-            (0, 2, nr_anon * 100 / (targets[0] + targets[1] + 1))
-        } else {
-            (2, 0, nr_file * 100 / (targets[2] + targets[3] + 1))
-        };
-        nr[stop] = 0;
-        nr[stop + 1] = 0;
-        for l in [other, other + 1] {
-            let scanned = targets[l] - nr[l];
-            nr[l] = targets[l] * (100 - percentage) / 100;
-            nr[l] -= nr[l].min(scanned);
-        }
-        scan_adjusted = true;
     }
     sc.nr_reclaimed += nr_reclaimed;
     let age = {
