@@ -63,7 +63,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
                 "host", "", "", ""
             );
             outln!("\nAny other machine: a TOML file with the same fields, e.g.\n");
-            outln!("name = \"hdd\"\ncpus = 4\nmemory_mib = 4096\nswap_mib = 4096\n[[devices]]\nname = \"sda\"\nlayer = \"single-queue\"   # or \"blk-mq\" (default)\nwrite_mb_s = 120\nread_mb_s = 130\nlatency_us = 200\nseek_us = 6000\nqueue_depth = 32\n# optional (defaults: the kernel's; scheduler and wbt on blk-mq only):\n# scheduler = \"mq-deadline\"   # or \"none\"; default none for nvme*, mq-deadline otherwise\n# max_sectors_kb = 1280        # largest request\n# wbt_lat_usec = 75000         # blk-wbt target: 75000 if seek_us >= 1000, else 2000; 0 = off");
+            outln!("name = \"hdd\"\ncpus = 4\nmemory_mib = 4096\nswap_mib = 4096\n[[devices]]\nname = \"sda\"\nlayer = \"single-queue\"   # or \"blk-mq\" (default)\nwrite_mb_s = 120\nread_mb_s = 130\nlatency_us = 200\nseek_us = 6000\nqueue_depth = 32\n# optional (defaults: the kernel's; scheduler and wbt on blk-mq only):\n# scheduler = \"mq-deadline\"   # or \"none\"; default none for nvme*, mq-deadline otherwise\n# max_sectors_kb = 1280        # largest request\n# wbt_lat_usec = 75000         # blk-wbt target: 75000 if rotational, else 2000; 0 = off\n# rotational = true            # queue/rotational as the kernel has it (default: seek_us >= 1000); a rotational swap device reads ahead by slot");
         }
         What::Workloads => {
             outln!("{:<20} mmtests pagereclaim-stutterp(-noreaders): fio random writers, anon hogs, mmap-latency (stutterp.* parameters)", "stutterp");

@@ -214,7 +214,11 @@ impl Kernel {
             .map(|d| BlockDev::new(d, &params))
             .collect();
         let bdis = (0..devs.len()).map(|_| Bdi::new()).collect();
-        let swap = SwapInfo::new(machine.swap_mib * 256, machine.swap_dev());
+        let swap = SwapInfo::new(
+            machine.swap_mib * 256,
+            machine.swap_dev(),
+            machine.devices[machine.swap_dev()].is_rotational(),
+        );
         Kernel {
             exec: Exec::default(),
             profile,

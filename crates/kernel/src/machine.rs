@@ -135,6 +135,17 @@ pub struct DeviceSpec {
     /// did before filesystems were told apart).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fs: Option<DataFs>,
+    /// What the kernel believes of the device: rotational unless its driver
+    /// set `QUEUE_FLAG_NONROT` (`/sys/block/DEV/queue/rotational`), whatever
+    /// is behind it: virtio-blk never sets it, so a qemu guest's disks are
+    /// rotational to the guest. The kernel decides by it blk-wbt's default
+    /// latency and, for a swap device, `SWP_SOLIDSTATE`: the slot allocator
+    /// (5.15 `scan_swap_map_slots`) and the swap readahead
+    /// (`swap_use_vma_readahead`: per-VMA only while no rotational swap is
+    /// on). Unset: rotational for a seeking disk (`seek_us` of 1 ms or
+    /// more), as the simulator decided before the flag was a field.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rotational: Option<bool>,
 }
 
 fn default_max_sectors_kb() -> u32 {
@@ -152,14 +163,21 @@ impl DeviceSpec {
         }
     }
 
-    /// blk-wbt's target latency in effect, µs (see [`DeviceSpec::wbt_lat_usec`]).
+    /// blk-wbt's target latency in effect, µs (see [`DeviceSpec::wbt_lat_usec`];
+    /// `wbt_default_latency_nsec`: 75 ms unless the queue is non-rotational).
     pub fn effective_wbt_lat_usec(&self) -> u64 {
         match (self.layer, self.wbt_lat_usec) {
             (Layer::SingleQueue, _) => 0,
             (_, Some(v)) => v,
-            (_, None) if self.seek_us >= 1000.0 => 75_000,
+            (_, None) if self.is_rotational() => 75_000,
             (_, None) => 2_000,
         }
+    }
+
+    /// Whether the kernel takes the device as rotational (see
+    /// [`DeviceSpec::rotational`]).
+    pub fn is_rotational(&self) -> bool {
+        self.rotational.unwrap_or(self.seek_us >= 1000.0)
     }
 }
 
@@ -271,6 +289,7 @@ fn dev(name: &str, w: f64, r: f64, lat: f64, seek: f64, qd: u32) -> DeviceSpec {
         max_sectors_kb: default_max_sectors_kb(),
         wbt_lat_usec: None,
         fs: None,
+        rotational: None,
     }
 }
 

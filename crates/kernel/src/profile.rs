@@ -269,6 +269,15 @@ pub struct KernelProfile {
     /// `scan_adjusted` and the loop then scanned the rest of the larger
     /// type's target without looking at `nr_to_reclaim` again (5.15.0).
     pub proportional_reclaim: bool,
+    /// `__read_swap_cache_async` sets `PG_workingset` on every page it
+    /// reads from swap, readahead included (4.20's "tell cache transitions
+    /// from workingset thrashing", when anon pages had no refault
+    /// detection; still in 5.10.265 mm/swap_state.c, gone by 5.15.0). Such
+    /// a page, reclaimed again, leaves a shadow that says "active": its next
+    /// refault within the distance counts as a restore and adds to the anon
+    /// reclaim cost (`lru_note_cost_page`), which tilts `get_scan_count`
+    /// towards file pages.
+    pub swapin_workingset: bool,
 }
 
 /// 4.16, from 2.6.37: the 5.15 call sites (`congestion_wait` for kswapd and
@@ -298,6 +307,7 @@ const V4_17: KernelProfile = KernelProfile {
 
 /// 5.8, from 4.17: direct limit reclaim tests its target lruvec only (5.5).
 const V5_8: KernelProfile = KernelProfile {
+    swapin_workingset: true,
     name: "v5.8",
     description: "5.8: the 5.15 throttling call sites (congestion_wait, wait_iff_congested, msleep), memcg charge retries 5, do_shrink_slab of 5.8-5.10, and XFS's blocking inode reclaim (xfs.inode_reclaim=sync: SYNC_TRYLOCK|SYNC_WAIT)",
     direct_congested_sees_node: false,
@@ -319,10 +329,13 @@ const V5_9: KernelProfile = KernelProfile {
 /// later kernels that the model has: `shrink_lruvec`'s overreclaim fix
 /// (5.10.157). Read against 5.10.265 mm/vmscan.c: its reclaim differs from
 /// 5.15.0's otherwise only in refactoring, NUMA demotion (5.15, off without
-/// tiered memory) and 5.14's `ZONE_RECLAIM_ACTIVE` (per-CPU list sizes).
+/// tiered memory) and 5.14's `ZONE_RECLAIM_ACTIVE` (per-CPU list sizes);
+/// mm/swap_state.c still marks every swapped-in page workingset
+/// (`swapin_workingset`). Not modelled: its older write-bandwidth estimate
+/// (5.15 reworked `wb_update_bandwidth`), per-CPU page lists of 6 x batch.
 const V5_10: KernelProfile = KernelProfile {
     name: "v5.10",
-    description: "Debian bullseye's 5.10 stable: the 5.15 throttling call sites (congestion_wait, wait_iff_congested, msleep), do_shrink_slab of 5.8-5.10, XFS with ->writepage, and shrink_lruvec's overreclaim fix (backported in 5.10.157)",
+    description: "Debian bullseye's 5.10 stable: the 5.15 throttling call sites (congestion_wait, wait_iff_congested, msleep), do_shrink_slab of 5.8-5.10, XFS with ->writepage, every swapped-in page marked workingset, and shrink_lruvec's overreclaim fix (backported in 5.10.157)",
     proportional_reclaim: true,
     ..V5_9
 };
@@ -333,6 +346,7 @@ const V5_15: KernelProfile = KernelProfile {
     description: "congestion_wait()/wait_iff_congested() at every 5.15 call site; msleep(100) in too_many_isolated; XFS without ->writepage",
     do_shrink_slab: ShrinkSlab::V5_15,
     xfs_writepage: false,
+    swapin_workingset: false,
     ..V5_9
 };
 
@@ -493,7 +507,7 @@ pub enum PolicyError {
 
 /// The sites and switches of a profile that `--set policy.NAME=VALUE`
 /// changes, with their help lines.
-const POLICY: [(&str, &str); 22] = [
+const POLICY: [(&str, &str); 23] = [
     ("policy.kswapd_immediate", "what kswapd does at the end of shrink_node when it met pages under writeback marked for immediate reclaim (sc->nr.immediate)"),
     ("policy.direct_congested", "what direct reclaim does at the end of shrink_node when kswapd has marked the lruvec LRUVEC_CONGESTED"),
     ("policy.too_many_isolated", "what shrink_inactive_list does (once) while too_many_isolated()"),
@@ -515,11 +529,12 @@ const POLICY: [(&str, &str); 22] = [
     ("policy.writeback_wake_count", "who __acct_reclaim_writeback scales the WRITEBACK wake-up by (SWAP_CLUSTER_MAX written pages per task): writeback (the WRITEBACK waiters, nr_writeback_throttled, 5.16-rc1 on) or all (every task in reclaim_throttle, whatever its reason: the posted series' nr_reclaim_throttled, reclaimcongest-v2)"),
     ("policy.vma_recency", "1: folio_referenced ignores the accessed bits of MADV_RANDOM and MADV_SEQUENTIAL mappings (6.3+ vma_has_recency), so a mapped-file-stream reader's pages go at first sight; 0: only MADV_SEQUENTIAL's (up to 6.2, every profile here)"),
     ("policy.shrink_lruvec", "what shrink_lruvec does once it has reclaimed nr_to_reclaim (not in global direct reclaim at DEF_PRIORITY): scan_adjusted (up to 5.19, 5.10.156: one proportional nudge, then the rest of the larger type's target is scanned whatever is reclaimed) or proportional_reclaim (6.0+, 5.10.157+: after the nudge one more batch, then stop)"),
+    ("policy.swapin_workingset", "1: every page read from swap is marked PG_workingset (4.20-5.10 __read_swap_cache_async), so its next eviction leaves an 'active' shadow and a refault within the distance is a restore that adds to the anon reclaim cost; 0: only refaults and deactivation mark it (5.15+)"),
     ("policy.rate_priority", "no kernel: off (every kernel), or gross/net: a direct reclaimer about to sleep in reclaim_throttle (not for ISOLATED) goes on if the pages it allocated (net: less those it freed or reclaimed) per second over its last throttle.rate.window_ms are at most the machine's reclaim rate (pgsteal per second) divided among the user tasks"),
 ];
 
 /// Every `policy.*` name (and `xfs.inode_reclaim`, a profile setting too).
-pub const POLICY_NAMES: [&str; 22] = [
+pub const POLICY_NAMES: [&str; 23] = [
     POLICY[0].0,
     POLICY[1].0,
     POLICY[2].0,
@@ -542,6 +557,7 @@ pub const POLICY_NAMES: [&str; 22] = [
     POLICY[19].0,
     POLICY[20].0,
     POLICY[21].0,
+    POLICY[22].0,
 ];
 
 const BOOL_CHOICES: [(&str, bool); 2] = [("0", false), ("1", true)];
@@ -581,6 +597,7 @@ fn accepted_values(name: &str) -> Vec<&'static str> {
         | "policy.isolated_wakeups"
         | "policy.memcg_noprogress"
         | "policy.vma_recency"
+        | "policy.swapin_workingset"
         | "xfs.writepage"
         | "policy.direct_congested_sees_node" => names(&BOOL_CHOICES),
         "policy.writeback_wake_count" => names(&WAKE_COUNT_CHOICES),
@@ -607,6 +624,7 @@ impl KernelProfile {
             "policy.isolated_wakeups" => choice_name(&BOOL_CHOICES, self.isolated_wakeups),
             "policy.memcg_noprogress" => choice_name(&BOOL_CHOICES, self.memcg_noprogress),
             "policy.vma_recency" => choice_name(&BOOL_CHOICES, self.vma_recency),
+            "policy.swapin_workingset" => choice_name(&BOOL_CHOICES, self.swapin_workingset),
             "policy.writeback_wake_count" => {
                 choice_name(&WAKE_COUNT_CHOICES, self.throttled_count_all)
             }
@@ -673,6 +691,7 @@ impl KernelProfile {
             "policy.isolated_wakeups" => self.isolated_wakeups = parse_choice(on, name, value)?,
             "policy.memcg_noprogress" => self.memcg_noprogress = parse_choice(on, name, value)?,
             "policy.vma_recency" => self.vma_recency = parse_choice(on, name, value)?,
+            "policy.swapin_workingset" => self.swapin_workingset = parse_choice(on, name, value)?,
             "policy.writeback_wake_count" => {
                 self.throttled_count_all = parse_choice(&WAKE_COUNT_CHOICES, name, value)?
             }

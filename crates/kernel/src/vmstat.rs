@@ -23,6 +23,8 @@ events! {
     WorkingsetRefaultFile = "workingset_refault_file",
     WorkingsetActivateAnon = "workingset_activate_anon",
     WorkingsetActivateFile = "workingset_activate_file",
+    WorkingsetRestoreAnon = "workingset_restore_anon",
+    WorkingsetRestoreFile = "workingset_restore_file",
     NrVmscanWrite = "nr_vmscan_write",
     NrVmscanImmediateReclaim = "nr_vmscan_immediate_reclaim",
     NrDirtied = "nr_dirtied",

@@ -344,6 +344,7 @@ impl GuestMachine {
         t.push_str(&format!(
             "\n[[devices]]\nname = \"vdb\"\nlayer = \"blk-mq\"\nwrite_mb_s = {disk:.1}\nread_mb_s = {disk:.1}\n\
              latency_us = 100.0\nseek_us = 0.0\nqueue_depth = 128\nscheduler = \"{scheduler}\"\nwbt_lat_usec = 75000\n\
+             rotational = true  # virtio-blk never sets QUEUE_FLAG_NONROT\n\
              fs = \"ext4\"  # the guest's data filesystem (guest::boot makes it with mkfs.ext4)\n"
         ));
         let (lat, bw) = (
@@ -355,7 +356,8 @@ impl GuestMachine {
              latency_us = {lat:.1}\nseek_us = 0.0\nqueue_depth = 128\n",
         ));
         t.push_str(&format!(
-            "scheduler = \"{scheduler}\"\nwbt_lat_usec = 75000\n"
+            "scheduler = \"{scheduler}\"\nwbt_lat_usec = 75000\n\
+             rotational = true  # so no SWP_SOLIDSTATE: swap readahead by slot, slots allocated in order\n"
         ));
         t
     }

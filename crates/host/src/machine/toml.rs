@@ -313,6 +313,12 @@ pub fn machine_toml(
         if let Some(us) = d.wbt_lat_usec {
             t.push_str(&format!("wbt_lat_usec = {us}\n"));
         }
+        // What the kernel goes by (swap readahead, swap slots, blk-wbt's
+        // default), whatever the device's speed says about it.
+        t.push_str(&format!(
+            "rotational = {}  # queue/rotational\n",
+            d.rotational
+        ));
     }
     // The filesystem decides whether reclaim can write a dirty page and
     // when a write into a fallocated block ends (reclaimlab's DataFs).

@@ -519,9 +519,16 @@ impl Kernel {
             0
         };
         self.swap.cache.set(slot as usize, pfn);
+        // 4.20-5.10: "Caller will initiate read into locked page";
+        // SetPageWorkingset() on every page read from swap.
+        let ws = if self.profile.swapin_workingset {
+            pg::WORKINGSET
+        } else {
+            0
+        };
         {
             let p = self.frames.get_mut(pfn);
-            p.flags = pg::SWAPBACKED | pg::SWAPCACHE | pg::LOCKED | refault_flags;
+            p.flags = pg::SWAPBACKED | pg::SWAPCACHE | pg::LOCKED | refault_flags | ws;
             p.owner = id;
             p.index = index;
             p.swap = slot;
@@ -559,7 +566,7 @@ async fn do_swap_page(w: &World, id: u32, index: u32, slot: u32, write: bool) ->
             k.count_fault(Ev::Pgmajfault);
             k.swapin_page(pfn, id, index, slot);
         }
-        let mut pages = crate::mm::swap_state::swap_vma_readahead(w, id, index).await;
+        let mut pages = crate::mm::swap_state::swapin_readahead(w, id, index, slot).await;
         pages.push(pfn);
         {
             // Per page read, the faulting one and its readahead alike

@@ -211,7 +211,16 @@ impl Kernel {
             return pg::ACTIVE;
         }
         // The page was active before eviction: the refault is IO that
-        // reclaiming this type caused (lru_note_cost_page).
+        // reclaiming this type caused (lru_note_cost_page), and a restore
+        // of the workingset (WORKINGSET_RESTORE).
+        self.count(
+            if file {
+                Ev::WorkingsetRestoreFile
+            } else {
+                Ev::WorkingsetRestoreAnon
+            },
+            1,
+        );
         self.lru_note_cost(nid, memcg, file, 1);
         pg::ACTIVE | pg::WORKINGSET
     }

@@ -1,21 +1,34 @@
-//! Swap readahead as a fault does it: `swap_vma_readahead` and the
-//! bookkeeping that sizes its window (mm/swap_state.c, identical in 5.15 and
-//! 6.1: `swap_ra_info`, `__swapin_nr_pages`, `swap_ra_clamp_pfn`,
+//! Swap readahead as a fault does it, and the bookkeeping that sizes its
+//! window (mm/swap_state.c, identical in 5.15 and 6.1: `swapin_readahead`,
+//! `swap_vma_readahead`, `swap_ra_info`, `swap_cluster_readahead`,
+//! `swapin_nr_pages`, `__swapin_nr_pages`, `swap_ra_clamp_pfn`,
 //! `lookup_swap_cache`).
 //!
-//! A major swap fault reads, besides the faulting page, every other
-//! swapped-out page of the window around it whose slot is not in the swap
-//! cache, whatever its slot: each is allocated with the fault's gfp mask and
-//! charged to the memcg like any page (`__read_swap_cache_async` →
-//! `mem_cgroup_swapin_charge_folio`), so a cgroup at its limit reclaims for
-//! its readahead. Each page carries `PG_readahead` (the kernel's alias of
-//! `PG_reclaim`) until a fault finds it in the swap cache, which counts a
-//! readahead hit; the hits size the next window. Pages whose slots follow
-//! one another go to the device as one request (the plug merges them).
+//! A major swap fault reads, besides the faulting page, the swapped-out
+//! pages around it that are not in the swap cache. Which pages depends on
+//! the swap device (`swap_use_vma_readahead`: per VMA only while no
+//! rotational swap device is on):
+//! - on flash, the pages of the faulting mapping around the faulting
+//!   address, whatever their slots (`swap_vma_readahead`), the window sized
+//!   by that vma's readahead hits;
+//! - on a rotational device (a disk, or a virtio-blk disk, which never sets
+//!   `QUEUE_FLAG_NONROT`), the slots of an aligned block around the
+//!   faulting slot, whoever's pages they hold (`swap_cluster_readahead`),
+//!   the block sized by the hits of all faults since the last such read.
+//!
+//! Each page is allocated with the fault's gfp mask and charged like any
+//! page (`__read_swap_cache_async` → `mem_cgroup_swapin_charge_folio`), so
+//! a cgroup at its limit reclaims for its readahead. Each carries
+//! `PG_readahead` (the kernel's alias of `PG_reclaim`) until a fault finds
+//! it in the swap cache, which counts a readahead hit. Pages whose slots
+//! follow one another go to the device as one request (the plug merges
+//! them).
 //!
 //! Simplifications: one vma per mapping, starting on a PMD boundary; the
-//! window's pages are allocated after the faulting one, not in address
-//! order; anonymous mappings only (no shmem).
+//! window's pages are allocated after the faulting one, not in slot or
+//! address order; anonymous mappings only (no shmem); a page read ahead
+//! by slot is charged to the faulting task's memcg, not to the one the
+//! slot's `swap_cgroup` record names (the same in every workload here).
 
 use super::alloc::{alloc_page_charged, Gfp};
 use super::anon::PTE_SWAP;
@@ -85,6 +98,14 @@ impl Kernel {
             p.clear(pg::RECLAIM);
             self.count(Ev::SwapRaHit, 1);
         }
+        if self.swap.rotational {
+            // !vma_ra: the hits are everyone's (swapin_readahead_hits), and
+            // the vma's readahead information is left alone.
+            if readahead {
+                self.swap.ra_hits += 1;
+            }
+            return;
+        }
         let ra = &mut self.anon[id as usize].swap_ra;
         if readahead {
             ra.hits = (ra.hits + 1).min(SWAP_RA_HITS_MAX);
@@ -95,8 +116,8 @@ impl Kernel {
     /// `swap_ra_info` for a major fault at `index` of mapping `id`: sizes the
     /// window, records the fault, and returns the swapped-out pages of the
     /// window other than `index` whose slots are not in the swap cache, as
-    /// (index, slot), in address order.
-    fn swap_ra_info(&mut self, id: u32, index: u32) -> Vec<(u32, u32)> {
+    /// (mapping, index, slot), in address order.
+    fn swap_ra_info(&mut self, id: u32, index: u32) -> Vec<(u32, u32, u32)> {
         let max_win = 1u32 << self.params.page_cluster.min(SWAP_RA_ORDER_CEILING);
         let m = &mut self.anon[id as usize];
         let ra = m.swap_ra;
@@ -137,22 +158,74 @@ impl Kernel {
                 let s = e & !PTE_SWAP;
                 cached_page(self.swap.cache.get(s as usize))
                     .is_none()
-                    .then_some((j as u32, s))
+                    .then_some((id, j as u32, s))
+            })
+            .collect()
+    }
+
+    /// `swap_cluster_readahead`'s window for a major fault on `slot`, sized
+    /// by `swapin_nr_pages` (the hits of all faults since the last such
+    /// read; `page-cluster` bounds it, without the per-VMA ceiling): the
+    /// slots of the aligned block of that many around it (in the kernel's
+    /// offsets, which count the header's page first) that are in use and
+    /// not in the swap cache, as (mapping, index, slot), in slot order.
+    fn swap_cluster_ra_info(&mut self, slot: u32) -> Vec<(u32, u32, u32)> {
+        let max_pages = 1u32 << self.params.page_cluster.min(31);
+        let offset = slot + 1;
+        let pages = if max_pages <= 1 {
+            1
+        } else {
+            let sw = &mut self.swap;
+            let hits = std::mem::take(&mut sw.ra_hits);
+            let pages = swapin_nr_pages(sw.ra_prev, offset, hits, max_pages, sw.ra_last_pages);
+            if hits == 0 {
+                sw.ra_prev = Some(offset);
+            }
+            sw.ra_last_pages = pages;
+            pages
+        };
+        let mask = pages - 1;
+        if mask == 0 {
+            return Vec::new();
+        }
+        // "Read a page_cluster sized and aligned cluster around offset";
+        // the first page is the swap header, the last offset is si->max - 1.
+        let start = (offset & !mask).max(1);
+        let end = (offset | mask).min(self.swap.nr_slots as u32);
+        (start..=end)
+            .filter(|&o| o != offset)
+            .filter_map(|o| {
+                let s = o - 1;
+                // __read_swap_cache_async: a free slot (no swap count) or
+                // one whose page is in the swap cache is not read.
+                if !self.swap.in_use(s) || cached_page(self.swap.cache.get(s as usize)).is_some() {
+                    return None;
+                }
+                let (id, index) = self.swap.owner(s)?;
+                Some((id, index, s))
             })
             .collect()
     }
 }
 
-/// `swap_vma_readahead` for the pages around a major fault at `index` of
-/// mapping `id`, whose own page the caller has put in the swap cache: sizes
-/// the window, then allocates (with reclaim, as the fault does) and adds to
-/// the swap cache each swapped-out page of it, marked `PG_readahead`.
-/// Returns them; the caller reads them with its own. Stops early if the
-/// task is killed while allocating.
-pub async fn swap_vma_readahead(w: &World, id: u32, index: u32) -> Vec<Pfn> {
-    let candidates = w.k().swap_ra_info(id, index);
+/// `swapin_readahead` for a major fault on `slot` (page `index` of mapping
+/// `id`), whose own page the caller has put in the swap cache: by VMA
+/// (`swap_vma_readahead`) unless the swap device is rotational
+/// (`swap_cluster_readahead`). Allocates (with reclaim, as the fault does)
+/// and adds to the swap cache each page of the window, marked
+/// `PG_readahead`, and returns them; the caller reads them with its own.
+/// Stops early if the task is killed while allocating.
+pub async fn swapin_readahead(w: &World, id: u32, index: u32, slot: u32) -> Vec<Pfn> {
+    let candidates = {
+        let mut k = w.k();
+        if k.swap.rotational {
+            k.swap_cluster_ra_info(slot)
+        } else {
+            k.swap_ra_info(id, index)
+        }
+    };
     let mut pages = Vec::with_capacity(candidates.len());
-    for (i, slot) in candidates {
+    for (id, i, slot) in candidates {
         let Some(pfn) = alloc_page_charged(w, Gfp::HIGHUSER_MOVABLE).await else {
             break;
         };
@@ -176,6 +249,69 @@ pub async fn swap_vma_readahead(w: &World, id: u32, index: u32) -> Vec<Pfn> {
 #[cfg(test)]
 mod tests {
     use super::swapin_nr_pages;
+    use crate::machine::Machine;
+    use crate::params::Params;
+    use crate::profile::profile;
+    use crate::Kernel;
+
+    /// A kernel on a machine whose swap device is rotational or not, with
+    /// slots 0..24 in use, slot `s` holding page `s / 2` of mapping
+    /// `1 + s % 2` (two hogs swapped out in turn).
+    fn kernel(rotational: bool) -> Kernel {
+        let m = Machine::from_toml(
+            &format!("name='r'\ncpus=1\nmemory_mib=64\nswap_mib=64\n[[devices]]\nname='vdc'\nwrite_mb_s=100\nread_mb_s=100\nlatency_us=100\nrotational={rotational}\n"),
+            "test",
+        )
+        .unwrap();
+        let p = profile("v6.1").unwrap();
+        let mut k = Kernel::new(m, p.clone(), Params::defaults(p), 1);
+        for s in 0..24u32 {
+            assert_eq!(k.swap.get_slot(), Some(s));
+            if let Some(o) = k.swap.owner.get_mut(s as usize) {
+                *o = (1 + s % 2, s / 2);
+            }
+        }
+        k
+    }
+
+    #[test]
+    fn slot_readahead_reads_the_aligned_block_whoever_owns_it() {
+        let mut k = kernel(true);
+        assert!(k.swap.rotational);
+        // No hits yet and no fault next to this one: only the faulting page.
+        assert!(k.swap_cluster_ra_info(9).is_empty());
+        // Three hits since: 3 + 2 rounded up to 8 pages. Slot 9 is kernel
+        // offset 10, whose block of 8 is offsets 8..=15, slots 7..=14; slot
+        // 11's page is in the swap cache and slot 13 is free.
+        k.swap.ra_hits = 3;
+        k.swap.cache.set(11, 0);
+        k.swap.free_slot(13);
+        let got = k.swap_cluster_ra_info(9);
+        let want: Vec<(u32, u32, u32)> = [7, 8, 10, 12, 14]
+            .iter()
+            .map(|&s| (1 + s % 2, s / 2, s))
+            .collect();
+        assert_eq!(got, want, "both mappings' pages, by slot");
+        assert_eq!(k.swap.ra_hits, 0, "the hits are taken");
+        // The next fault, with no hits, keeps at least half the last window.
+        assert_eq!(
+            k.swap_cluster_ra_info(20).len(),
+            3,
+            "offsets 20..=23 but 21"
+        );
+        // The first block's header page is never read: slot 0 is offset 1.
+        k.swap.ra_hits = 7;
+        let first = k.swap_cluster_ra_info(2);
+        assert_eq!(first.first().map(|c| c.2), Some(0));
+        assert!(first.iter().all(|c| c.2 <= 6), "{first:?}");
+    }
+
+    #[test]
+    fn flash_swap_keeps_no_owners_and_no_global_hits() {
+        let k = kernel(false);
+        assert!(!k.swap.rotational && k.swap.owner(3).is_none());
+        assert_eq!(k.swap.ra_hits, 0);
+    }
 
     #[test]
     fn the_window_follows_swapin_nr_pages() {

@@ -96,6 +96,8 @@ pub const V2_6_36: KernelProfile = KernelProfile {
     xfs_writepage: true,
     vma_recency: false,
     proportional_reclaim: false,
+    // 4.20 added it; the early profiles are older.
+    swapin_workingset: false,
 };
 
 /// 2.6.37 (Mel Gorman's series, 15 Sep 2010): `wait_iff_congested(zone)`

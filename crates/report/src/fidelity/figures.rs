@@ -167,15 +167,34 @@ pub(super) fn ops_rank(key: &str) -> usize {
 }
 
 /// vmstat counters fidelity compares beyond the Ops table: swap-in,
-/// swap-out, major faults, and swap readahead (pages read ahead, and those
-/// a fault then found: `swap_ra`, `swap_ra_hit`, counted since 4.14; a
-/// record without them has no such rows).
-const VMSTAT: [(&str, &str); 5] = [
+/// swap-out, major faults, swap readahead (pages read ahead, and those a
+/// fault then found: `swap_ra`, `swap_ra_hit`, counted since 4.14), and the
+/// refaults that `workingset_refault` found recent enough to activate, and
+/// of those, the pages that had been active before eviction (the restores,
+/// which add to their type's reclaim cost; 5.9+ names). A record without
+/// a counter has no such row.
+const VMSTAT: [(&str, &str); 9] = [
     ("pswpin", "Swap ins (pswpin)"),
     ("pswpout", "Swap outs (pswpout)"),
     ("pgmajfault", "Major faults (pgmajfault)"),
     ("swap_ra", "Swap readahead (swap_ra)"),
     ("swap_ra_hit", "Swap readahead hits (swap_ra_hit)"),
+    (
+        "workingset_activate_anon",
+        "Refaults activated, anon (workingset_activate_anon)",
+    ),
+    (
+        "workingset_restore_anon",
+        "of them restores (workingset_restore_anon)",
+    ),
+    (
+        "workingset_activate_file",
+        "Refaults activated, file (workingset_activate_file)",
+    ),
+    (
+        "workingset_restore_file",
+        "of them restores (workingset_restore_file)",
+    ),
 ];
 
 /// Latency statistics per operation: key suffix, label, percentile
