@@ -199,9 +199,17 @@ impl Kernel {
                 managed,
                 nr_pages as u64,
             );
+            let pcp = crate::mm::pcp::Pcp::new(
+                profile.pcp_high,
+                managed,
+                wmark[crate::mm::WMARK_LOW],
+                machine.cpus,
+                (machine.cpus / machine.nodes).max(1),
+            );
             nodes.push(Pgdat {
                 nid: nid as u32,
                 free,
+                pcp,
                 managed,
                 wmark,
                 lruvecs: vec![Lruvec::default()],

@@ -16,6 +16,7 @@ mod early;
 pub use early::{EarlySites, ALLOC_REBALANCE_TIMEOUT_US};
 
 pub use crate::fs::InodeReclaim;
+pub use crate::mm::pcp::PcpHigh;
 pub use crate::mm::shrinker::ShrinkSlab;
 
 /// `enum vmscan_throttle_state`.
@@ -278,6 +279,10 @@ pub struct KernelProfile {
     /// reclaim cost (`lru_note_cost_page`), which tilts `get_scan_count`
     /// towards file pages.
     pub swapin_workingset: bool,
+    /// How large a CPU's free-page list may grow (`crate::mm::pcp`): 6 x
+    /// batch up to 5.13, the low watermark over the node's CPUs (cut while
+    /// kswapd runs) from 5.14.
+    pub pcp_high: PcpHigh,
 }
 
 /// 4.16, from 2.6.37: the 5.15 call sites (`congestion_wait` for kswapd and
@@ -347,6 +352,7 @@ const V5_15: KernelProfile = KernelProfile {
     do_shrink_slab: ShrinkSlab::V5_15,
     xfs_writepage: false,
     swapin_workingset: false,
+    pcp_high: PcpHigh::LowWmark,
     ..V5_9
 };
 
@@ -507,7 +513,7 @@ pub enum PolicyError {
 
 /// The sites and switches of a profile that `--set policy.NAME=VALUE`
 /// changes, with their help lines.
-const POLICY: [(&str, &str); 23] = [
+const POLICY: [(&str, &str); 24] = [
     ("policy.kswapd_immediate", "what kswapd does at the end of shrink_node when it met pages under writeback marked for immediate reclaim (sc->nr.immediate)"),
     ("policy.direct_congested", "what direct reclaim does at the end of shrink_node when kswapd has marked the lruvec LRUVEC_CONGESTED"),
     ("policy.too_many_isolated", "what shrink_inactive_list does (once) while too_many_isolated()"),
@@ -530,11 +536,12 @@ const POLICY: [(&str, &str); 23] = [
     ("policy.vma_recency", "1: folio_referenced ignores the accessed bits of MADV_RANDOM and MADV_SEQUENTIAL mappings (6.3+ vma_has_recency), so a mapped-file-stream reader's pages go at first sight; 0: only MADV_SEQUENTIAL's (up to 6.2, every profile here)"),
     ("policy.shrink_lruvec", "what shrink_lruvec does once it has reclaimed nr_to_reclaim (not in global direct reclaim at DEF_PRIORITY): scan_adjusted (up to 5.19, 5.10.156: one proportional nudge, then the rest of the larger type's target is scanned whatever is reclaimed) or proportional_reclaim (6.0+, 5.10.157+: after the nudge one more batch, then stop)"),
     ("policy.swapin_workingset", "1: every page read from swap is marked PG_workingset (4.20-5.10 __read_swap_cache_async), so its next eviction leaves an 'active' shadow and a refault within the distance is a restore that adds to the anon reclaim cost; 0: only refaults and deactivation mark it (5.15+)"),
+    ("policy.pcp_high", "how many free pages a CPU may keep on its per-CPU list, out of the watermark checks' sight: 6batch (up to 5.13: 6 x zone_batchsize, overflows return a batch) or low_wmark (5.14+: the low watermark over the node's CPUs, cut to 4 x batch while kswapd reclaims, overflows return a growing share), or none (no kernel: none kept)"),
     ("policy.rate_priority", "no kernel: off (every kernel), or gross/net: a direct reclaimer about to sleep in reclaim_throttle (not for ISOLATED) goes on if the pages it allocated (net: less those it freed or reclaimed) per second over its last throttle.rate.window_ms are at most the machine's reclaim rate (pgsteal per second) divided among the user tasks"),
 ];
 
 /// Every `policy.*` name (and `xfs.inode_reclaim`, a profile setting too).
-pub const POLICY_NAMES: [&str; 23] = [
+pub const POLICY_NAMES: [&str; 24] = [
     POLICY[0].0,
     POLICY[1].0,
     POLICY[2].0,
@@ -558,6 +565,7 @@ pub const POLICY_NAMES: [&str; 23] = [
     POLICY[20].0,
     POLICY[21].0,
     POLICY[22].0,
+    POLICY[23].0,
 ];
 
 const BOOL_CHOICES: [(&str, bool); 2] = [("0", false), ("1", true)];
@@ -606,6 +614,7 @@ fn accepted_values(name: &str) -> Vec<&'static str> {
         "policy.too_many_isolated_loop" => names(&early::LOOP_CHOICES),
         "policy.rate_priority" => names(&RatePriority::CHOICES),
         "policy.do_shrink_slab" => names(&ShrinkSlab::CHOICES),
+        "policy.pcp_high" => names(&PcpHigh::CHOICES),
         "xfs.inode_reclaim" => names(&InodeReclaim::CHOICES),
         _ => names(&Sleep::CHOICES),
     }
@@ -648,6 +657,7 @@ impl KernelProfile {
                 choice_name(&early::LOOP_CHOICES, self.early.too_many_isolated_unbounded)
             }
             "policy.do_shrink_slab" => choice_name(&ShrinkSlab::CHOICES, self.do_shrink_slab),
+            "policy.pcp_high" => choice_name(&PcpHigh::CHOICES, self.pcp_high),
             "xfs.inode_reclaim" => choice_name(&InodeReclaim::CHOICES, self.xfs_inode_reclaim),
             "xfs.writepage" => choice_name(&BOOL_CHOICES, self.xfs_writepage),
             _ => return None,
@@ -704,6 +714,7 @@ impl KernelProfile {
             "policy.do_shrink_slab" => {
                 self.do_shrink_slab = parse_choice(&ShrinkSlab::CHOICES, name, value)?
             }
+            "policy.pcp_high" => self.pcp_high = parse_choice(&PcpHigh::CHOICES, name, value)?,
             "xfs.inode_reclaim" => {
                 self.xfs_inode_reclaim = parse_choice(&InodeReclaim::CHOICES, name, value)?
             }

@@ -35,7 +35,12 @@ fn allocate_when_exhausted(gfp: Gfp) -> (bool, u64) {
         {
             let mut k = w2.k();
             let min = k.nodes[0].wmark[WMARK_MIN];
-            while k.nodes[0].nr_free() > min {
+            // Down to min with nothing left on the per-CPU lists either
+            // (direct reclaim would drain them back).
+            while {
+                k.drain_all_pages();
+                k.nodes[0].nr_free() > min
+            } {
                 let _ = k.get_page_from_freelist(None);
             }
         }

@@ -299,9 +299,11 @@ fn xfsaild_forces_the_log_after_meeting_pinned_items() {
 /// a moment when free memory is below min. Which side of that moment it
 /// lands on moves with nanoseconds of CPU cost, so the test asserts over
 /// seven fault costs within ±20 ns of the default (1900 ns): `async` is
-/// killed under every one, `sync`, whose reclaimers wait for the cluster
+/// killed under most, `sync`, whose reclaimers wait for the cluster
 /// writes that clean inodes and free them, under fewer (measured: 7 of 7
-/// against 4 of 7). With `sync` made non-blocking it is killed under all.
+/// against 4 of 7; since the per-CPU page lists hide up to 6 x batch free
+/// pages per CPU from the watermark checks, 6 of 7 against 0 of 7). With
+/// `sync` made non-blocking it is killed under all.
 #[test]
 fn nonblocking_unpinned_reclaim_ooms_where_sync_does_not() {
     let kills = |mode: &str| {
@@ -323,8 +325,8 @@ fn nonblocking_unpinned_reclaim_ooms_where_sync_does_not() {
         killed
     };
     let (sync, unpinned) = (kills("sync"), kills("async"));
-    assert_eq!(
-        unpinned, 7,
+    assert!(
+        unpinned >= 5,
         "async killed under {unpinned} of 7 fault costs"
     );
     assert!(

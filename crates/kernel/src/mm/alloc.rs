@@ -101,17 +101,24 @@ impl Kernel {
     /// `get_page_from_freelist`: the first node in the zonelist (the task's
     /// node first) whose free pages are above `mark` (or any free page if
     /// `mark` is `None`, `ALLOC_NO_WATERMARKS`).
+    ///
+    /// The watermark test counts only the buddy lists' pages
+    /// (`NR_FREE_PAGES`); the page comes from the allocating CPU's list
+    /// (`rmqueue_pcplist`, mm/pcp.rs).
     pub fn get_page_from_freelist(&mut self, mark: Option<usize>) -> Option<Pfn> {
         let n = self.nodes.len();
         let mut nid = self.current().nid as usize;
+        let cpu = self.current().cpu as usize;
         for _ in 0..n {
             let node = &self.nodes[nid];
             let ok = match mark {
                 Some(m) => node.watermark_ok(m),
-                None => node.nr_free() > 0,
+                None => node.nr_free() > 0 || node.pcp.count(cpu) > 0,
             };
             if ok {
-                return Some(self.take_free_page(nid));
+                if let Some(p) = self.take_free_page(nid, cpu) {
+                    return Some(p);
+                }
             }
             // The next node round the zonelist, without a division.
             nid += 1;
@@ -122,11 +129,18 @@ impl Kernel {
         None
     }
 
-    /// Takes a page off node `nid`'s free list (`rmqueue`), which must not
-    /// be empty.
+    /// Takes a page off node `nid`'s free list for `cpu` (`rmqueue`): from
+    /// the CPU's list, refilled from the buddy lists if empty; `None` if
+    /// both are.
     #[inline]
-    fn take_free_page(&mut self, nid: usize) -> Pfn {
-        let free = &mut self.nodes[nid].free;
+    fn take_free_page(&mut self, nid: usize, cpu: usize) -> Option<Pfn> {
+        let rule = self.profile.pcp_high;
+        let node = &mut self.nodes[nid];
+        let buddy = node.nr_free();
+        if !node.pcp.take(rule, cpu, buddy) {
+            return None;
+        }
+        let free = &mut node.free;
         let pfn = free.pop().expect("free list not empty");
         // The frame of the allocation four on starts loading now, so the
         // misses of a run of faults overlap (a hint; see mm/lru_list.rs).
@@ -138,7 +152,14 @@ impl Kernel {
         p.flags = 0;
         self.count(Ev::PgallocNormal, 1);
         self.rate_count_alloc();
-        pfn
+        Some(pfn)
+    }
+
+    /// `drain_all_pages(NULL)`: every CPU's list back to the buddy lists.
+    pub fn drain_all_pages(&mut self) {
+        for node in &mut self.nodes {
+            node.pcp.drain();
+        }
     }
 
     /// `wakeup_kswapd` for every node (`wake_all_kswapds`).
@@ -410,6 +431,15 @@ async fn alloc_pages_slowpath(w: &World, gfp: Gfp) -> Option<Pfn> {
             let mut k = w.k();
             if let Some(p) = k.get_page_from_freelist(Some(WMARK_MIN)) {
                 return Some(p);
+            }
+            // __alloc_pages_direct_reclaim: "If an allocation failed after
+            // direct reclaim, it could be because pages are pinned on the
+            // per-cpu lists": drain them and try once more.
+            if k.nodes.iter().any(|n| n.pcp.total > 0) {
+                k.drain_all_pages();
+                if let Some(p) = k.get_page_from_freelist(Some(WMARK_MIN)) {
+                    return Some(p);
+                }
             }
             if k.current().killed {
                 return None;

@@ -557,8 +557,14 @@ async fn do_swap_page(w: &World, id: u32, index: u32, slot: u32, write: bool) ->
         };
         {
             let mut k = w.k();
+            // The allocation may have slept: the mapping may be gone, the
+            // pte changed, or the slot read meanwhile by another fault's
+            // readahead by slot (`swapcache_prepare` then says -EEXIST and
+            // the kernel takes the page in the swap cache; here the access
+            // faults again and finds it).
             if !k.anon[id as usize].alive
                 || k.anon[id as usize].pte.get(index as usize) != (PTE_SWAP | slot)
+                || cached_page(k.swap.cache.get(slot as usize)).is_some()
             {
                 k.free_page(pfn);
                 return Access::Ok;

@@ -10,8 +10,9 @@ use super::page::Pfn;
 /// no buddy merging or splitting changes the order). Holding the boot pages
 /// as a range rather than one entry each means a 64 GiB machine's list
 /// costs host memory only for the pages freed since, instead of 64 MiB of
-/// pfns written at boot and read back once. Simplification: no per-cpu
-/// page lists (`pcp->lists`), which would only reorder the same pages.
+/// pfns written at boot and read back once. The per-CPU lists
+/// (`pcp->lists`) are counted apart (mm/pcp.rs): their pages stay here, in
+/// this order, and only leave `NR_FREE_PAGES`.
 #[derive(Clone, Debug, Default)]
 pub struct FreeList {
     /// Pages freed since boot and not yet taken again, newest last.

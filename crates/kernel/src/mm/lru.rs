@@ -272,7 +272,11 @@ impl Kernel {
         p.flags = pg::BUDDY;
         p.owner = 0;
         self.memcg_uncharge_page(pfn);
-        self.nodes[nid].free.push(pfn);
+        // free_unref_page(): onto this CPU's list for the page's node.
+        let (rule, cpu) = (self.profile.pcp_high, self.current().cpu as usize);
+        let node = &mut self.nodes[nid];
+        node.free.push(pfn);
+        node.pcp.put(rule, cpu, node.kswapd_running);
         self.count(Ev::Pgfree, 1);
         self.rate_count_free();
     }

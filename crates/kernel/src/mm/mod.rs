@@ -15,6 +15,7 @@ pub mod lru_list;
 pub mod memcontrol;
 pub mod mlock;
 pub mod page;
+pub mod pcp;
 pub mod shrinker;
 pub mod slab;
 pub mod slots;
@@ -95,8 +96,10 @@ pub const WMARK_HIGH: usize = 2;
 pub struct Pgdat {
     /// Node id.
     pub nid: u32,
-    /// Free frames (the buddy free lists, order 0).
+    /// Free frames (the buddy free lists, order 0, and the per-CPU lists).
     pub free: free_list::FreeList,
+    /// How many of `free` are on per-CPU lists, out of `NR_FREE_PAGES`.
+    pub pcp: pcp::Pcp,
     /// `zone_managed_pages`.
     pub managed: u64,
     /// `_watermark[]`: min, low, high.
@@ -143,10 +146,11 @@ impl Pgdat {
     pub fn mod_state(&mut self, s: NodeStat, d: i64) {
         self.stat[s as usize] += d;
     }
-    /// Free pages (`zone_page_state(zone, NR_FREE_PAGES)`).
+    /// Free pages (`zone_page_state(zone, NR_FREE_PAGES)`): the buddy
+    /// lists', not those on per-CPU lists.
     #[inline]
     pub fn nr_free(&self) -> u64 {
-        self.free.len() as u64
+        self.free.len() as u64 - self.pcp.total
     }
     /// Sum of list `lru` over all memcgs on this node (`node_page_state(NR_LRU_BASE + lru)`).
     pub fn lru_pages(&self, lru: Lru) -> u64 {

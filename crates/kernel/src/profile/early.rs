@@ -98,6 +98,7 @@ pub const V2_6_36: KernelProfile = KernelProfile {
     proportional_reclaim: false,
     // 4.20 added it; the early profiles are older.
     swapin_workingset: false,
+    pcp_high: crate::mm::pcp::PcpHigh::SixBatch,
 };
 
 /// 2.6.37 (Mel Gorman's series, 15 Sep 2010): `wait_iff_congested(zone)`
