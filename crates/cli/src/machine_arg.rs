@@ -134,7 +134,10 @@ pub fn resolve(arg: &str) -> anyhow::Result<Resolved> {
         return resolve_guest(arg, &g?);
     }
     if let Some(spec) = reclaimlab_host::guest::machine::record_machine(Path::new(arg)) {
-        let spec = spec.map_err(|e| anyhow::anyhow!("--machine {arg}: {e}"))?;
+        let (spec, note) = spec.map_err(|e| anyhow::anyhow!("--machine {arg}: {e}"))?;
+        if let Some(n) = note {
+            eprintln!("reclaimlab: --machine {arg}: {n}");
+        }
         let g = GuestMachine::parse(&spec)
             .with_context(|| {
                 format!("--machine {arg}: its guest.machine `{spec}` is not a guest: spec")

@@ -184,8 +184,31 @@ pub struct Machine {
     /// NUMA nodes; memory is split evenly.
     #[serde(default = "one")]
     pub nodes: u32,
-    /// Memory, MiB.
+    /// Memory (RAM), MiB.
     pub memory_mib: u64,
+    /// Memory the kernel reserves at boot before the buddy allocator
+    /// starts, KiB (a multiple of 4: whole pages): the memmap (`struct page`,
+    /// 64 bytes per 4 KiB page), the kernel image, firmware and `memblock`
+    /// reservations. These pages are never managed: MemTotal
+    /// (`totalram_pages`, the zones' `managed_pages`) is `memory_mib` less
+    /// this, and the simulated machine has only the managed pages. The
+    /// watermarks and `min_free_kbytes`' default follow the managed pages
+    /// (`init_per_zone_wmark_min` → `nr_free_buffer_pages`, 5.15
+    /// mm/page_alloc.c), and a workload sized from MemTotal (stutterp) is
+    /// sized from them. Default 0: all of `memory_mib` is managed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub boot_reserved_kib: u64,
+    /// Memory already in use when the workload starts, KiB (a multiple of
+    /// 4): taken from the free lists at boot and never freed. It stands for
+    /// what a booted system holds before the workload runs: the kernel's
+    /// slab (reclaimable and not), kernel stacks, page tables, percpu and
+    /// vmalloc areas, and the OS's own page cache and shmem. Simplification:
+    /// all of it is unreclaimable kernel memory (the OS's few MiB of page
+    /// cache included); `/proc/vmstat` shows it in `nr_slab_unreclaimable`,
+    /// never as free. A guest record's first vmstat sample gives MemTotal
+    /// less `nr_free_pages`. Default 0: every managed page is free at boot.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub boot_used_kib: u64,
     /// Swap size, MiB (0: no swap).
     #[serde(default)]
     pub swap_mib: u64,
@@ -219,12 +242,41 @@ fn two() -> u32 {
     2
 }
 
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
 impl Machine {
-    /// The memory the workload may use: its cgroup's limit, or all memory.
-    pub fn workload_memory_mib(&self) -> u64 {
+    /// The memory the workload may use, bytes: its cgroup's limit, or
+    /// MemTotal ([`Machine::mem_total_bytes`]), as the real runner reads it
+    /// from `/proc/meminfo`.
+    pub fn workload_memory_bytes(&self) -> u64 {
+        let total = self.mem_total_bytes();
         self.workload_cgroup
             .as_ref()
-            .map_or(self.memory_mib, |c| c.memory_max_mib.min(self.memory_mib))
+            .map_or(total, |c| (c.memory_max_mib << 20).min(total))
+    }
+
+    /// [`Machine::workload_memory_bytes`] in whole MiB.
+    pub fn workload_memory_mib(&self) -> u64 {
+        self.workload_memory_bytes() >> 20
+    }
+
+    /// MemTotal, bytes: the managed pages ([`Machine::managed_pages`]).
+    pub fn mem_total_bytes(&self) -> u64 {
+        self.managed_pages() * 4096
+    }
+
+    /// The pages the buddy allocator manages (`totalram_pages`): the RAM
+    /// less [`Machine::boot_reserved_kib`].
+    pub fn managed_pages(&self) -> u64 {
+        self.pages()
+            .saturating_sub(self.boot_reserved_kib.div_ceil(4))
+    }
+
+    /// The pages in use when the workload starts ([`Machine::boot_used_kib`]).
+    pub fn boot_used_pages(&self) -> u64 {
+        self.boot_used_kib.div_ceil(4)
     }
 }
 
@@ -288,6 +340,8 @@ pub fn builtin_machines() -> Vec<Machine> {
             data_device: None,
             swap_device: None,
             workload_cgroup: None,
+            boot_reserved_kib: 0,
+            boot_used_kib: 0,
         },
         // One sixteenth of testbox-2021: its CPUs, memory and storage
         // bandwidth (write 150 MB/s, read 530 MB/s) divided by 16,
@@ -317,6 +371,8 @@ pub fn builtin_machines() -> Vec<Machine> {
             data_device: None,
             swap_device: None,
             workload_cgroup: None,
+            boot_reserved_kib: 0,
+            boot_used_kib: 0,
         },
         // Andrey Ryabinin's 2018 reproducer (seed 003): a system disk and a
         // slow second disk, both on the single-queue request layer as SCSI
@@ -343,6 +399,8 @@ pub fn builtin_machines() -> Vec<Machine> {
             data_device: None,
             swap_device: None,
             workload_cgroup: None,
+            boot_reserved_kib: 0,
+            boot_used_kib: 0,
         },
         // Seed 001 (2010): Mel Gorman's example in the congestion_wait
         // thread, a fast SSD and a slow USB flash drive in one machine,
@@ -371,6 +429,8 @@ pub fn builtin_machines() -> Vec<Machine> {
             data_device: None,
             swap_device: None,
             workload_cgroup: None,
+            boot_reserved_kib: 0,
+            boot_used_kib: 0,
         },
         Machine {
             name: "laptop".into(),
@@ -383,6 +443,8 @@ pub fn builtin_machines() -> Vec<Machine> {
             data_device: None,
             swap_device: None,
             workload_cgroup: None,
+            boot_reserved_kib: 0,
+            boot_used_kib: 0,
         },
         Machine {
             name: "testbox-2021".into(),
@@ -419,6 +481,8 @@ pub fn builtin_machines() -> Vec<Machine> {
             data_device: None,
             swap_device: None,
             workload_cgroup: None,
+            boot_reserved_kib: 0,
+            boot_used_kib: 0,
         },
     ]
 }
@@ -509,6 +573,24 @@ impl Machine {
         }
         if self.memory_mib / u64::from(self.nodes) < 32 {
             return bad("less than 32 MiB per node".into());
+        }
+        // The reserved memory and the memory in use at boot leave at least
+        // 32 MiB per node managed, and 16 MiB per node free.
+        let ram_kib = self.memory_mib * 1024;
+        let nodes = u64::from(self.nodes);
+        let max_reserved = ram_kib - 32 * 1024 * nodes;
+        if self.boot_reserved_kib % 4 != 0 || self.boot_reserved_kib > max_reserved {
+            return bad(format!(
+                "boot_reserved_kib = {} (accepted: a multiple of 4, whole 4 KiB pages, from 0 to {max_reserved}: memory_mib in KiB less 32 MiB per node; MemTotal is memory_mib less it)",
+                self.boot_reserved_kib
+            ));
+        }
+        let max_used = (ram_kib - self.boot_reserved_kib) - 16 * 1024 * nodes;
+        if self.boot_used_kib % 4 != 0 || self.boot_used_kib > max_used {
+            return bad(format!(
+                "boot_used_kib = {} (accepted: a multiple of 4, whole 4 KiB pages, from 0 to {max_used}: MemTotal in KiB less 16 MiB per node left free)",
+                self.boot_used_kib
+            ));
         }
         if self.devices.is_empty() {
             return bad(
