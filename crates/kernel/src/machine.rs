@@ -740,6 +740,58 @@ mod tests {
         assert!(e.contains("cpus = 0"), "{e}");
     }
 
+    /// The kernel's own memory: absent fields are 0 (every built-in and
+    /// hand-written machine manages all its RAM, all free at boot); bad
+    /// values are refused with the line, the accepted range and the fix.
+    #[test]
+    fn boot_memory_fields() {
+        for m in builtin_machines() {
+            assert_eq!((m.boot_reserved_kib, m.boot_used_kib), (0, 0), "{}", m.name);
+            assert_eq!(m.managed_pages(), m.pages());
+            assert_eq!(m.mem_total_bytes(), m.memory_mib << 20);
+        }
+        let base = "name='x'\ncpus=1\nmemory_mib=1024\n[[devices]]\nname='sda'\nwrite_mb_s=10\nread_mb_s=10\nlatency_us=1\n";
+        let m = Machine::from_toml(base, "m.toml").unwrap();
+        assert_eq!((m.boot_reserved_kib, m.boot_used_kib), (0, 0));
+        assert_eq!(m.workload_memory_bytes(), 1 << 30);
+        let m = Machine::from_toml(
+            &format!("boot_reserved_kib = 61184\nboot_used_kib = 87092\n{base}"),
+            "m.toml",
+        )
+        .unwrap();
+        assert_eq!((m.managed_pages(), m.boot_used_pages()), (246_848, 21_773));
+        assert_eq!(m.workload_memory_bytes(), 246_848 * 4096);
+        assert_eq!(m.workload_memory_mib(), 964);
+        // A cgroup's limit stays the limit.
+        let m = Machine::from_toml(
+            &format!("boot_reserved_kib = 61184\n{base}[workload_cgroup]\nmemory_max_mib = 256\n"),
+            "m.toml",
+        )
+        .unwrap();
+        assert_eq!(m.workload_memory_bytes(), 256 << 20);
+        for (line, want) in [
+            (
+                "boot_reserved_kib = 6",
+                "boot_reserved_kib = 6 (accepted: a multiple of 4",
+            ),
+            ("boot_reserved_kib = 1048576", "from 0 to 1015808"),
+            (
+                "boot_used_kib = 1040000",
+                "boot_used_kib = 1040000 (accepted: a multiple of 4",
+            ),
+            ("boot_used_kib = 10", "MemTotal in KiB less 16 MiB"),
+        ] {
+            let e = Machine::from_toml(&format!("{line}\n{base}"), "m.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("m.toml:1:") && e.contains(want), "{line}: {e}");
+        }
+        let e = Machine::from_toml(&format!("boot_used_kib = -4\n{base}"), "m.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("m.toml") && e.contains("line 1"), "{e}");
+    }
+
     /// A device's `fs` takes the modelled filesystems by name; another is
     /// refused with the line and the accepted names.
     #[test]

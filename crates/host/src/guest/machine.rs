@@ -636,6 +636,7 @@ mod tests {
             "guest",
             "guest:1536M,cpus=1,disk=2,swap=1G,memory=512M,cpu-slowdown=12.3",
             "guest:4G,swap=0",
+            "guest:1G,cpus=2,disk=16,swap=1G,cpu-slowdown=20.5,memtotal-kb=987392,boot-used-kb=87092",
         ] {
             let m = ok(s);
             assert_eq!(ok(&m.to_arg()), m, "{s} -> {}", m.to_arg());
@@ -671,6 +672,46 @@ mod tests {
             assert!(e.contains("fix:"), "{s}: {e}");
             assert!(e.contains(&format!("--machine {s}")), "{s}: {e}");
         }
+    }
+
+    /// MemTotal and the memory in use at boot: from a record, into the
+    /// string, into the machine file's fields.
+    #[test]
+    fn the_kernels_own_memory() {
+        let rec = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../docs/fidelity/records/guest-5.10-stutterp-nothp");
+        assert_eq!(record_boot_memory(&rec).unwrap(), Some((987_392, 87_092)));
+        let (spec, note) = record_machine(&rec).unwrap().unwrap();
+        assert!(
+            spec.ends_with(",memtotal-kb=987392,boot-used-kb=87092"),
+            "{spec}"
+        );
+        assert!(note.unwrap().contains("from the record"));
+        let g = ok(&spec);
+        assert_eq!(
+            (g.mem_total_kb, g.boot_used_kb),
+            (Some(987_392), Some(87_092))
+        );
+        let t = g.machine_toml();
+        assert!(
+            t.contains("boot_reserved_kib = 61184\nboot_used_kib = 87092\n"),
+            "{t}"
+        );
+        // Without the figures: no fields, as before.
+        let t = ok("guest:1G").machine_toml();
+        assert!(
+            !t.contains("boot_reserved_kib =") && !t.contains("boot_used_kib ="),
+            "{t}"
+        );
+        assert_eq!(
+            ok("guest:1G").with_boot_memory(987_392, 87_092),
+            Some(g.clone()).map(|x| GuestMachine {
+                cpu_slowdown: 1.0,
+                swapout_ns: None,
+                ..x
+            })
+        );
+        assert_eq!(ok("guest:1G").with_boot_memory(987_392, 600_000), None);
     }
 
     #[test]
