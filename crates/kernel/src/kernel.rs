@@ -386,7 +386,8 @@ impl Kernel {
         x.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
 
-    /// Total pages of the machine.
+    /// Pages of the machine the kernel manages (MemTotal; what it
+    /// reserved at boot is not simulated).
     pub fn total_pages(&self) -> u64 {
         self.frames.pages.len() as u64
     }

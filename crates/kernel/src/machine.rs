@@ -579,14 +579,14 @@ impl Machine {
         let ram_kib = self.memory_mib * 1024;
         let nodes = u64::from(self.nodes);
         let max_reserved = ram_kib - 32 * 1024 * nodes;
-        if self.boot_reserved_kib % 4 != 0 || self.boot_reserved_kib > max_reserved {
+        if self.boot_reserved_kib & 3 != 0 || self.boot_reserved_kib > max_reserved {
             return bad(format!(
                 "boot_reserved_kib = {} (accepted: a multiple of 4, whole 4 KiB pages, from 0 to {max_reserved}: memory_mib in KiB less 32 MiB per node; MemTotal is memory_mib less it)",
                 self.boot_reserved_kib
             ));
         }
         let max_used = (ram_kib - self.boot_reserved_kib) - 16 * 1024 * nodes;
-        if self.boot_used_kib % 4 != 0 || self.boot_used_kib > max_used {
+        if self.boot_used_kib & 3 != 0 || self.boot_used_kib > max_used {
             return bad(format!(
                 "boot_used_kib = {} (accepted: a multiple of 4, whole 4 KiB pages, from 0 to {max_used}: MemTotal in KiB less 16 MiB per node left free)",
                 self.boot_used_kib

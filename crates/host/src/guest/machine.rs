@@ -224,13 +224,13 @@ impl GuestMachine {
                 }
                 "memtotal-kb" => {
                     m.mem_total_kb = match v.parse::<u64>() {
-                        Ok(n) if n > 0 && n % 4 == 0 => Some(n),
+                        Ok(n) if n > 0 && n & 3 == 0 => Some(n),
                         _ => return bad(format!("memtotal-kb=`{v}` is not a whole number of 4 KiB pages in KiB"), "e.g. guest:1G,memtotal-kb=987392 (the guest's MemTotal in /proc/meminfo; a guest record names it)"),
                     }
                 }
                 "boot-used-kb" => {
                     m.boot_used_kb = match v.parse::<u64>() {
-                        Ok(n) if n % 4 == 0 => Some(n),
+                        Ok(n) if n & 3 == 0 => Some(n),
                         _ => return bad(format!("boot-used-kb=`{v}` is not a whole number of 4 KiB pages in KiB"), "e.g. guest:1G,memtotal-kb=987392,boot-used-kb=87092 (MemTotal less the free memory when the workload started; a guest record names it)"),
                     }
                 }
@@ -316,7 +316,7 @@ impl GuestMachine {
             boot_used_kb: Some(boot_used_kb),
             ..self.clone()
         };
-        (mem_total_kb % 4 == 0 && boot_used_kb % 4 == 0 && m.check("guest").is_ok()).then_some(m)
+        (mem_total_kb & 3 == 0 && boot_used_kb & 3 == 0 && m.check("guest").is_ok()).then_some(m)
     }
 
     /// The canonical `guest:…` string: every item, in a fixed order. Parsing
@@ -553,7 +553,7 @@ pub fn record_boot_memory(dir: &std::path::Path) -> Result<Option<(u64, u64)>> {
         .and_then(|v| v.trim().parse::<u64>().ok());
     let total_kb = total_b >> 10;
     match free {
-        Some(free) if free * 4 <= total_kb && total_b % 4096 == 0 => {
+        Some(free) if free * 4 <= total_kb && total_b & 4095 == 0 => {
             Ok(Some((total_kb, total_kb - free * 4)))
         }
         _ => Err(HostError::with_fix(
