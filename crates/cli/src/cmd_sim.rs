@@ -120,7 +120,8 @@ fn record_machine(m: &Machine, hz: u64) -> reclaimlab_record::Machine {
         name: m.name.clone(),
         cpus: m.cpus,
         nodes: m.nodes,
-        memory_bytes: m.memory_mib << 20,
+        // MemTotal, as a real run records it (/proc/meminfo).
+        memory_bytes: m.mem_total_bytes(),
         hz: Some(hz as u32),
         swap_bytes: m.swap_mib << 20,
         devices: m
@@ -504,8 +505,17 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         String::new()
     };
+    let boot_memory = if machine.boot_reserved_kib + machine.boot_used_kib > 0 {
+        format!(
+            "; MemTotal {} KiB, {} KiB in use at boot",
+            machine.mem_total_bytes() >> 10,
+            machine.boot_used_pages() * 4
+        )
+    } else {
+        String::new()
+    };
     eprintln!(
-        "reclaimlab: simulating {} on `{}` ({} CPUs, {} MiB) under {}{grid}: {} run(s) of {} step(s), {each_s} simulated s each, as {} job(s) on {threads} thread(s)",
+        "reclaimlab: simulating {} on `{}` ({} CPUs, {} MiB{boot_memory}) under {}{grid}: {} run(s) of {} step(s), {each_s} simulated s each, as {} job(s) on {threads} thread(s)",
         workload_name,
         machine.name,
         machine.cpus,

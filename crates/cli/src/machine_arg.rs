@@ -134,7 +134,10 @@ pub fn resolve(arg: &str) -> anyhow::Result<Resolved> {
         return resolve_guest(arg, &g?);
     }
     if let Some(spec) = reclaimlab_host::guest::machine::record_machine(Path::new(arg)) {
-        let spec = spec.map_err(|e| anyhow::anyhow!("--machine {arg}: {e}"))?;
+        let (spec, note) = spec.map_err(|e| anyhow::anyhow!("--machine {arg}: {e}"))?;
+        if let Some(n) = note {
+            eprintln!("reclaimlab: --machine {arg}: {n}");
+        }
         let g = GuestMachine::parse(&spec)
             .with_context(|| {
                 format!("--machine {arg}: its guest.machine `{spec}` is not a guest: spec")
@@ -390,6 +393,61 @@ mod tests {
             "{e}"
         );
         std::fs::remove_dir_all(&tmp).unwrap();
+    }
+
+    /// A committed guest record (made before guest runs wrote the figures)
+    /// gives the kernel's own memory from its params and first vmstat row:
+    /// MemTotal 1,011,089,408 bytes (246,848 pages) and 225,075 free pages.
+    #[test]
+    fn a_guest_record_gives_the_kernels_own_memory() {
+        let rec = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../docs/fidelity/records/guest-5.10-stutterp-nothp");
+        let r = resolve(rec.to_str().unwrap()).unwrap();
+        let m = &r.machine;
+        assert!(
+            m.name.ends_with(",memtotal-kb=987392,boot-used-kb=87092"),
+            "{}",
+            m.name
+        );
+        assert_eq!((m.memory_mib, m.managed_pages()), (1024, 246_848));
+        assert_eq!(m.boot_used_pages(), 21_773);
+        assert_eq!(m.mem_total_bytes(), 1_011_089_408);
+        // The string resolves to the same machine.
+        let again = resolve(&m.name).unwrap().machine;
+        assert_eq!(again, *m);
+
+        // A record whose first vmstat row makes no sense is refused.
+        let tmp = std::env::temp_dir().join(format!("reclaimlab-guest-bm-{}", std::process::id()));
+        std::fs::create_dir_all(&tmp).unwrap();
+        std::fs::write(
+            tmp.join("run.json"),
+            r#"{"params":{"guest.machine":"guest:1G,cpus=2","host.mem_total_bytes":"1011089408"}}"#,
+        )
+        .unwrap();
+        std::fs::write(tmp.join("vmstat.csv"), "t_s,nr_free_pages\n0.0,999999\n").unwrap();
+        let e = format!("{:#}", resolve(tmp.to_str().unwrap()).err().unwrap());
+        assert!(e.contains("nr_free_pages") && e.contains("fix:"), "{e}");
+        // Without vmstat.csv: as before, all of the RAM managed and free.
+        std::fs::remove_file(tmp.join("vmstat.csv")).unwrap();
+        let m = resolve(tmp.to_str().unwrap()).unwrap().machine;
+        assert_eq!((m.managed_pages(), m.boot_used_pages()), (262_144, 0));
+        std::fs::remove_dir_all(&tmp).unwrap();
+        // Bad figures in a machine string name the item and the fix.
+        for (arg, want) in [
+            ("guest:1G,memtotal-kb=6", "memtotal-kb=`6`"),
+            (
+                "guest:1G,memtotal-kb=2000000",
+                "memtotal-kb=2000000 is outside",
+            ),
+            (
+                "guest:1G,memtotal-kb=987392,boot-used-kb=600000",
+                "boot-used-kb=600000 is more than half",
+            ),
+            ("guest:1G,boot-used-kb=x", "boot-used-kb=`x`"),
+        ] {
+            let e = format!("{:#}", resolve(arg).err().unwrap());
+            assert!(e.contains(want) && e.contains("fix:"), "{arg}: {e}");
+        }
     }
 
     #[test]

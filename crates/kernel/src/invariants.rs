@@ -87,12 +87,25 @@ impl Kernel {
                 }
             }
         }
-        // Slab pages and XFS buffer pages are held by their caches.
+        // Slab pages and XFS buffer pages are held by their caches; the
+        // pages in use since boot by the kernel (each node's lowest).
         let mut kernel_page = vec![false; if self.supers.is_empty() { 0 } else { total }];
-        for pfn in self.slab_pfns().into_iter().chain(self.fs_pfns()) {
+        let boot_used = self.nodes.iter().enumerate().flat_map(|(nid, n)| {
+            let start = self.frames.node_range(nid).start;
+            start..start + n.boot_used as u32
+        });
+        for pfn in self
+            .slab_pfns()
+            .into_iter()
+            .chain(self.fs_pfns())
+            .chain(boot_used)
+        {
             let p = self.frames.get(pfn);
             if p.flags != 0 {
-                return Err(format!("slab/buffer pfn {pfn} has flags {:#x}", p.flags));
+                return Err(format!(
+                    "slab/buffer/boot-used pfn {pfn} has flags {:#x}",
+                    p.flags
+                ));
             }
             seen[pfn as usize] += 1;
             if let Some(k) = kernel_page.get_mut(pfn as usize) {

@@ -185,13 +185,35 @@ impl Kernel {
     /// Boots a kernel on `machine` with `profile` and `params`: frames, nodes
     /// with watermarks, devices, swap. No tasks yet (see [`crate::boot`]).
     pub fn new(machine: Machine, profile: KernelProfile, params: Params, seed: u64) -> Kernel {
-        let nr_pages = machine.pages() as usize;
+        // Only the managed pages exist here: what the kernel reserved at
+        // boot (`boot_reserved_kib`) never reaches the buddy allocator, so
+        // the zones' `managed_pages`, MemTotal and the watermarks
+        // (`init_per_zone_wmark_min` sizes `min_free_kbytes` from
+        // `nr_free_buffer_pages()`, the managed pages while no watermark is
+        // set yet; 5.15 mm/page_alloc.c) count without it.
+        let nr_pages = machine.managed_pages() as usize;
         let nr_nodes = machine.nodes as usize;
-        let frames = Frames::new(nr_pages, nr_nodes);
+        let mut frames = Frames::new(nr_pages, nr_nodes);
+        let boot_used = machine.boot_used_pages();
         let mut nodes = Vec::with_capacity(nr_nodes);
         for nid in 0..nr_nodes {
             let range = frames.node_range(nid);
-            let free = FreeList::new(range.start, range.end);
+            // The memory in use when the workload starts
+            // (`boot_used_kib`), spread over the nodes like the RAM: the
+            // lowest pages of each node, taken off the free list at boot
+            // and never freed (kernel memory: not on an LRU, not free).
+            let used = if nid + 1 == nr_nodes {
+                boot_used - boot_used / nr_nodes as u64 * (nr_nodes as u64 - 1)
+            } else {
+                boot_used / nr_nodes as u64
+            };
+            let used = used.min(u64::from(range.end - range.start)) as u32;
+            for pfn in range.start..range.start + used {
+                let p = frames.get_mut(pfn);
+                p.flags = 0;
+                p.owner = crate::mm::anon::ORPHAN;
+            }
+            let free = FreeList::new(range.start + used, range.end);
             let managed = u64::from(range.end - range.start);
             let wmark = zone_watermarks(
                 params.min_free_kbytes,
@@ -211,6 +233,7 @@ impl Kernel {
                 free,
                 pcp,
                 managed,
+                boot_used: u64::from(used),
                 wmark,
                 lruvecs: vec![Lruvec::default()],
                 ..Default::default()
@@ -375,7 +398,8 @@ impl Kernel {
         x.wrapping_mul(0x2545_F491_4F6C_DD1D)
     }
 
-    /// Total pages of the machine.
+    /// Pages of the machine the kernel manages (MemTotal; what it
+    /// reserved at boot is not simulated).
     pub fn total_pages(&self) -> u64 {
         self.frames.pages.len() as u64
     }

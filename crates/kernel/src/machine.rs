@@ -202,8 +202,31 @@ pub struct Machine {
     /// NUMA nodes; memory is split evenly.
     #[serde(default = "one")]
     pub nodes: u32,
-    /// Memory, MiB.
+    /// Memory (RAM), MiB.
     pub memory_mib: u64,
+    /// Memory the kernel reserves at boot before the buddy allocator
+    /// starts, KiB (a multiple of 4: whole pages): the memmap (`struct page`,
+    /// 64 bytes per 4 KiB page), the kernel image, firmware and `memblock`
+    /// reservations. These pages are never managed: MemTotal
+    /// (`totalram_pages`, the zones' `managed_pages`) is `memory_mib` less
+    /// this, and the simulated machine has only the managed pages. The
+    /// watermarks and `min_free_kbytes`' default follow the managed pages
+    /// (`init_per_zone_wmark_min` → `nr_free_buffer_pages`, 5.15
+    /// mm/page_alloc.c), and a workload sized from MemTotal (stutterp) is
+    /// sized from them. Default 0: all of `memory_mib` is managed.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub boot_reserved_kib: u64,
+    /// Memory already in use when the workload starts, KiB (a multiple of
+    /// 4): taken from the free lists at boot and never freed. It stands for
+    /// what a booted system holds before the workload runs: the kernel's
+    /// slab (reclaimable and not), kernel stacks, page tables, percpu and
+    /// vmalloc areas, and the OS's own page cache and shmem. Simplification:
+    /// all of it is unreclaimable kernel memory (the OS's few MiB of page
+    /// cache included); `/proc/vmstat` shows it in `nr_slab_unreclaimable`,
+    /// never as free. A guest record's first vmstat sample gives MemTotal
+    /// less `nr_free_pages`. Default 0: every managed page is free at boot.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub boot_used_kib: u64,
     /// Swap size, MiB (0: no swap).
     #[serde(default)]
     pub swap_mib: u64,
@@ -237,12 +260,41 @@ fn two() -> u32 {
     2
 }
 
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
 impl Machine {
-    /// The memory the workload may use: its cgroup's limit, or all memory.
-    pub fn workload_memory_mib(&self) -> u64 {
+    /// The memory the workload may use, bytes: its cgroup's limit, or
+    /// MemTotal ([`Machine::mem_total_bytes`]), as the real runner reads it
+    /// from `/proc/meminfo`.
+    pub fn workload_memory_bytes(&self) -> u64 {
+        let total = self.mem_total_bytes();
         self.workload_cgroup
             .as_ref()
-            .map_or(self.memory_mib, |c| c.memory_max_mib.min(self.memory_mib))
+            .map_or(total, |c| (c.memory_max_mib << 20).min(total))
+    }
+
+    /// [`Machine::workload_memory_bytes`] in whole MiB.
+    pub fn workload_memory_mib(&self) -> u64 {
+        self.workload_memory_bytes() >> 20
+    }
+
+    /// MemTotal, bytes: the managed pages ([`Machine::managed_pages`]).
+    pub fn mem_total_bytes(&self) -> u64 {
+        self.managed_pages() * 4096
+    }
+
+    /// The pages the buddy allocator manages (`totalram_pages`): the RAM
+    /// less [`Machine::boot_reserved_kib`].
+    pub fn managed_pages(&self) -> u64 {
+        self.pages()
+            .saturating_sub(self.boot_reserved_kib.div_ceil(4))
+    }
+
+    /// The pages in use when the workload starts ([`Machine::boot_used_kib`]).
+    pub fn boot_used_pages(&self) -> u64 {
+        self.boot_used_kib.div_ceil(4)
     }
 }
 
@@ -307,6 +359,8 @@ pub fn builtin_machines() -> Vec<Machine> {
             data_device: None,
             swap_device: None,
             workload_cgroup: None,
+            boot_reserved_kib: 0,
+            boot_used_kib: 0,
         },
         // One sixteenth of testbox-2021: its CPUs, memory and storage
         // bandwidth (write 150 MB/s, read 530 MB/s) divided by 16,
@@ -336,6 +390,8 @@ pub fn builtin_machines() -> Vec<Machine> {
             data_device: None,
             swap_device: None,
             workload_cgroup: None,
+            boot_reserved_kib: 0,
+            boot_used_kib: 0,
         },
         // Andrey Ryabinin's 2018 reproducer (seed 003): a system disk and a
         // slow second disk, both on the single-queue request layer as SCSI
@@ -362,6 +418,8 @@ pub fn builtin_machines() -> Vec<Machine> {
             data_device: None,
             swap_device: None,
             workload_cgroup: None,
+            boot_reserved_kib: 0,
+            boot_used_kib: 0,
         },
         // Seed 001 (2010): Mel Gorman's example in the congestion_wait
         // thread, a fast SSD and a slow USB flash drive in one machine,
@@ -390,6 +448,8 @@ pub fn builtin_machines() -> Vec<Machine> {
             data_device: None,
             swap_device: None,
             workload_cgroup: None,
+            boot_reserved_kib: 0,
+            boot_used_kib: 0,
         },
         Machine {
             name: "laptop".into(),
@@ -402,6 +462,8 @@ pub fn builtin_machines() -> Vec<Machine> {
             data_device: None,
             swap_device: None,
             workload_cgroup: None,
+            boot_reserved_kib: 0,
+            boot_used_kib: 0,
         },
         Machine {
             name: "testbox-2021".into(),
@@ -438,6 +500,8 @@ pub fn builtin_machines() -> Vec<Machine> {
             data_device: None,
             swap_device: None,
             workload_cgroup: None,
+            boot_reserved_kib: 0,
+            boot_used_kib: 0,
         },
     ]
 }
@@ -528,6 +592,24 @@ impl Machine {
         }
         if self.memory_mib / u64::from(self.nodes) < 32 {
             return bad("less than 32 MiB per node".into());
+        }
+        // The reserved memory and the memory in use at boot leave at least
+        // 32 MiB per node managed, and 16 MiB per node free.
+        let ram_kib = self.memory_mib * 1024;
+        let nodes = u64::from(self.nodes);
+        let max_reserved = ram_kib - 32 * 1024 * nodes;
+        if self.boot_reserved_kib & 3 != 0 || self.boot_reserved_kib > max_reserved {
+            return bad(format!(
+                "boot_reserved_kib = {} (accepted: a multiple of 4, whole 4 KiB pages, from 0 to {max_reserved}: memory_mib in KiB less 32 MiB per node; MemTotal is memory_mib less it)",
+                self.boot_reserved_kib
+            ));
+        }
+        let max_used = (ram_kib - self.boot_reserved_kib) - 16 * 1024 * nodes;
+        if self.boot_used_kib & 3 != 0 || self.boot_used_kib > max_used {
+            return bad(format!(
+                "boot_used_kib = {} (accepted: a multiple of 4, whole 4 KiB pages, from 0 to {max_used}: MemTotal in KiB less 16 MiB per node left free)",
+                self.boot_used_kib
+            ));
         }
         if self.devices.is_empty() {
             return bad(
@@ -675,6 +757,58 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("cpus = 0"), "{e}");
+    }
+
+    /// The kernel's own memory: absent fields are 0 (every built-in and
+    /// hand-written machine manages all its RAM, all free at boot); bad
+    /// values are refused with the line, the accepted range and the fix.
+    #[test]
+    fn boot_memory_fields() {
+        for m in builtin_machines() {
+            assert_eq!((m.boot_reserved_kib, m.boot_used_kib), (0, 0), "{}", m.name);
+            assert_eq!(m.managed_pages(), m.pages());
+            assert_eq!(m.mem_total_bytes(), m.memory_mib << 20);
+        }
+        let base = "name='x'\ncpus=1\nmemory_mib=1024\n[[devices]]\nname='sda'\nwrite_mb_s=10\nread_mb_s=10\nlatency_us=1\n";
+        let m = Machine::from_toml(base, "m.toml").unwrap();
+        assert_eq!((m.boot_reserved_kib, m.boot_used_kib), (0, 0));
+        assert_eq!(m.workload_memory_bytes(), 1 << 30);
+        let m = Machine::from_toml(
+            &format!("boot_reserved_kib = 61184\nboot_used_kib = 87092\n{base}"),
+            "m.toml",
+        )
+        .unwrap();
+        assert_eq!((m.managed_pages(), m.boot_used_pages()), (246_848, 21_773));
+        assert_eq!(m.workload_memory_bytes(), 246_848 * 4096);
+        assert_eq!(m.workload_memory_mib(), 964);
+        // A cgroup's limit stays the limit.
+        let m = Machine::from_toml(
+            &format!("boot_reserved_kib = 61184\n{base}[workload_cgroup]\nmemory_max_mib = 256\n"),
+            "m.toml",
+        )
+        .unwrap();
+        assert_eq!(m.workload_memory_bytes(), 256 << 20);
+        for (line, want) in [
+            (
+                "boot_reserved_kib = 6",
+                "boot_reserved_kib = 6 (accepted: a multiple of 4",
+            ),
+            ("boot_reserved_kib = 1048576", "from 0 to 1015808"),
+            (
+                "boot_used_kib = 1040000",
+                "boot_used_kib = 1040000 (accepted: a multiple of 4",
+            ),
+            ("boot_used_kib = 10", "MemTotal in KiB less 16 MiB"),
+        ] {
+            let e = Machine::from_toml(&format!("{line}\n{base}"), "m.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains("m.toml:1:") && e.contains(want), "{line}: {e}");
+        }
+        let e = Machine::from_toml(&format!("boot_used_kib = -4\n{base}"), "m.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("m.toml") && e.contains("line 1"), "{e}");
     }
 
     /// A device's `fs` takes the modelled filesystems by name; another is

@@ -109,6 +109,11 @@ impl Kernel {
         self.nodes.iter().map(|n| n.state(item)).sum::<i64>().max(0) as u64
     }
 
+    /// Pages in use since boot and never freed, over the nodes.
+    pub fn boot_used_pages(&self) -> u64 {
+        self.nodes.iter().map(|n| n.boot_used).sum()
+    }
+
     /// The value of counter `e`.
     pub fn event(&self, e: Ev) -> u64 {
         self.events[e as usize]
@@ -140,7 +145,10 @@ impl Kernel {
             lru(Lru::ActiveFile),
             lru(Lru::Unevictable),
             self.slab_pages(true),
-            self.slab_pages(false),
+            // The memory in use since boot (the machine's
+            // `boot_used_kib`) is unreclaimable kernel memory; of the
+            // gauges here it is reported with the unreclaimable slab.
+            self.slab_pages(false) + self.boot_used_pages(),
             sum(NodeStat::NrIsolatedAnon),
             sum(NodeStat::NrIsolatedFile),
             sum(NodeStat::NrAnonPages),

@@ -698,7 +698,7 @@ pub fn stutterp_steps(
     use crate::spec::WorkerKind as K;
     // Sized to the memory the workload may use: its cgroup's limit, as
     // `run --memory` sizes it.
-    let sizing = p.sizing(machine.workload_memory_mib() * 1024 * 1024, dirty_ratio)?;
+    let sizing = p.sizing(machine.workload_memory_bytes(), dirty_ratio)?;
     let dev = &machine.devices[machine.data_dev()];
     let calib_s = p.calibrate_mib as f64 * 1.048_576 / dev.write_mb_s;
     let warmup = p.warmup_from_calibration(calib_s) as f64;

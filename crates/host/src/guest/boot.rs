@@ -308,7 +308,9 @@ pub(super) fn boot_one(
     if let Some(n) = &missing_note {
         say(&format!("{name}: {n}"));
     }
-    let machine = guest_machine(opts, &facts);
+    let wrec = unpack.join("workload");
+    let crec = unpack.join("control");
+    let (machine, boot_memory_note) = with_boot_memory(guest_machine(opts, &facts), &wrec);
     let mut params = BTreeMap::new();
     params.insert("guest.machine".to_string(), machine.to_arg());
     params.insert("guest.events_missing".to_string(), missing.param());
@@ -390,9 +392,9 @@ pub(super) fn boot_one(
              4 and 64 KiB, best of 3; the machine's vdc: swap-lat-us=, swap-mb-s=)"
         ));
     }
+    notes.extend(boot_memory_note);
     notes.extend(missing_note.clone());
     let machine_name = machine.to_arg();
-    let crec = unpack.join("control");
     if opts.control != Control::None {
         if crec.join("run.json").is_file() {
             let ev = results::record_throttle_events(&crec);
@@ -404,7 +406,9 @@ pub(super) fn boot_one(
             let dst = out.join(format!("{file_name}-control"));
             // The control ran in its own cgroup (or the whole guest), not
             // in the workload's: its machine says so.
-            let cm = control_machine(&machine, opts.control).to_arg();
+            let cm = with_boot_memory(control_machine(&machine, opts.control), &crec)
+                .0
+                .to_arg();
             let mut cparams = params.clone();
             cparams.insert("guest.machine".to_string(), cm.clone());
             move_record(
@@ -423,7 +427,6 @@ pub(super) fn boot_one(
             ));
         }
     }
-    let wrec = unpack.join("workload");
     if !wrec.join("run.json").is_file() {
         return Err(HostError::with_fix(
             format!(
@@ -502,6 +505,33 @@ pub(super) fn guest_machine(opts: &GuestOptions, facts: &results::Facts) -> Gues
         swapout_ns,
         swap_lat_us,
         swap_mb_s,
+        // Set from the workload's record once it is back (with_boot_memory).
+        mem_total_kb: None,
+        boot_used_kb: None,
+    }
+}
+
+/// The guest's machine with the kernel's own memory as its record `rec`
+/// shows it (MemTotal, and MemTotal less the first vmstat sample's free
+/// pages: `memtotal-kb=`, `boot-used-kb=`), and a note when the record
+/// cannot give it (the machine is then left without them).
+pub(super) fn with_boot_memory(m: GuestMachine, rec: &Path) -> (GuestMachine, Option<String>) {
+    if !rec.join("run.json").is_file() {
+        return (m, None);
+    }
+    match super::machine::record_boot_memory(rec) {
+        Ok(Some((total, used))) => match m.with_boot_memory(total, used) {
+            Some(g) => (g, None),
+            None => (
+                m,
+                Some(format!("guest memory: MemTotal {total} KiB with {used} KiB in use at the first vmstat sample is out of range; the machine string leaves them out (sim: all RAM managed and free)")),
+            ),
+        },
+        Ok(None) => (
+            m,
+            Some("guest memory: no MemTotal or no vmstat.csv in the record; the machine string leaves memtotal-kb= and boot-used-kb= out".into()),
+        ),
+        Err(e) => (m, Some(format!("guest memory: {e}"))),
     }
 }
 

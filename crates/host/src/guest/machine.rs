@@ -17,6 +17,20 @@
 //! | `swap=SIZE` | the swap disk (`run` gives it the guest's RAM) | the RAM |
 //! | `memory=SIZE` | the cgroup v2 limit inside the guest (`--memory`) | none: global reclaim |
 //! | `cpu-slowdown=F` | every `cost.*` CPU cost multiplied by F | 1 |
+//! | `memtotal-kb=N` | the guest kernel's MemTotal, KiB (`/proc/meminfo`): the RAM less what it reserved at boot | the RAM (nothing reserved) |
+//! | `boot-used-kb=N` | memory in use when the workload started, KiB: MemTotal less the first vmstat sample's `nr_free_pages` | 0 |
+//!
+//! **The kernel's own memory.** A guest kernel manages less than its RAM
+//! (the memmap, the kernel image and firmware reservations never reach the
+//! buddy allocator) and, when the workload starts, more of it is in use
+//! (slab, kernel stacks, page tables, percpu and vmalloc areas, the OS's
+//! page cache and shmem). `memtotal-kb=` and `boot-used-kb=` give the
+//! machine file's `boot_reserved_kib` (RAM less MemTotal) and
+//! `boot_used_kib`. A guest run writes them into its record's machine
+//! string; for a record made before that, [`record_machine`] derives them
+//! from the record (`params.host.mem_total_bytes` and the first row of
+//! `vmstat.csv`). `boot-used-kb` counts everything not free at that sample,
+//! the OS's page cache and shmem (a few MiB) included.
 //!
 //! **The slow CPU.** The simulator has no clock rate: CPU speed is its
 //! `cost.*` parameters (ns of CPU per page faulted, zeroed, scanned,
@@ -77,6 +91,12 @@ pub struct GuestMachine {
     pub swap_lat_us: Option<f64>,
     /// See `swap_lat_us`.
     pub swap_mb_s: Option<f64>,
+    /// The guest kernel's MemTotal, KiB (`memtotal-kb=`). None: all of
+    /// the RAM (what `sim` assumed before guests recorded it).
+    pub mem_total_kb: Option<u64>,
+    /// Memory in use when the workload started, KiB (`boot-used-kb=`).
+    /// None: nothing.
+    pub boot_used_kb: Option<u64>,
 }
 
 impl GuestMachine {
@@ -92,6 +112,8 @@ impl GuestMachine {
             swapout_ns: None,
             swap_lat_us: None,
             swap_mb_s: None,
+            mem_total_kb: None,
+            boot_used_kb: None,
         }
     }
 
@@ -200,7 +222,19 @@ impl GuestMachine {
                         _ => return bad(format!("swap-mb-s=`{v}` is not a bandwidth of 1..=100000 MB/s"), "e.g. guest:2G,swap-mb-s=350 (a TCG guest's record names its measured figure)"),
                     }
                 }
-                other => return bad(format!("unknown item `{other}=`"), &format!("items are SIZE, cpus=, disk=, swap=, memory=, cpu-slowdown=, swapout-ns=, swap-lat-us=, swap-mb-s=; write {GUEST_SYNTAX}")),
+                "memtotal-kb" => {
+                    m.mem_total_kb = match v.parse::<u64>() {
+                        Ok(n) if n > 0 && n & 3 == 0 => Some(n),
+                        _ => return bad(format!("memtotal-kb=`{v}` is not a whole number of 4 KiB pages in KiB"), "e.g. guest:1G,memtotal-kb=987392 (the guest's MemTotal in /proc/meminfo; a guest record names it)"),
+                    }
+                }
+                "boot-used-kb" => {
+                    m.boot_used_kb = match v.parse::<u64>() {
+                        Ok(n) if n & 3 == 0 => Some(n),
+                        _ => return bad(format!("boot-used-kb=`{v}` is not a whole number of 4 KiB pages in KiB"), "e.g. guest:1G,memtotal-kb=987392,boot-used-kb=87092 (MemTotal less the free memory when the workload started; a guest record names it)"),
+                    }
+                }
+                other => return bad(format!("unknown item `{other}=`"), &format!("items are SIZE, cpus=, disk=, swap=, memory=, cpu-slowdown=, swapout-ns=, swap-lat-us=, swap-mb-s=, memtotal-kb=, boot-used-kb=; write {GUEST_SYNTAX}")),
             }
         }
         if !swap_given {
@@ -245,7 +279,44 @@ impl GuestMachine {
                 "swap=SIZE up to the guest's RAM (as run gives it)",
             ));
         }
+        // A kernel manages most of its RAM (a 1 GiB guest: 96%): half is
+        // the least taken for a MemTotal, and half of MemTotal the most in
+        // use before a workload starts.
+        let ram_kb = self.memory >> 10;
+        if let Some(t) = self.mem_total_kb {
+            if t > ram_kb || t < ram_kb / 2 {
+                return Err(HostError::with_fix(
+                    format!(
+                        "--machine {whole}: memtotal-kb={t} is outside half to all of the guest's RAM ({ram_kb} KiB)"
+                    ),
+                    "give the guest's MemTotal from /proc/meminfo in KiB (its record's params.host.mem_total_bytes / 1024)",
+                ));
+            }
+        }
+        if let Some(u) = self.boot_used_kb {
+            let total = self.mem_total_kb.unwrap_or(ram_kb);
+            if u > total / 2 {
+                return Err(HostError::with_fix(
+                    format!(
+                        "--machine {whole}: boot-used-kb={u} is more than half of MemTotal ({total} KiB)"
+                    ),
+                    "give MemTotal less nr_free_pages x 4 of the guest's first vmstat sample, in KiB",
+                ));
+            }
+        }
         Ok(())
+    }
+
+    /// This machine with the guest kernel's MemTotal and the memory in use
+    /// when its workload started, KiB; `None` if they are outside what
+    /// `memtotal-kb=` and `boot-used-kb=` accept.
+    pub fn with_boot_memory(&self, mem_total_kb: u64, boot_used_kb: u64) -> Option<GuestMachine> {
+        let m = GuestMachine {
+            mem_total_kb: Some(mem_total_kb),
+            boot_used_kb: Some(boot_used_kb),
+            ..self.clone()
+        };
+        (mem_total_kb & 3 == 0 && boot_used_kb & 3 == 0 && m.check("guest").is_ok()).then_some(m)
     }
 
     /// The canonical `guest:…` string: every item, in a fixed order. Parsing
@@ -277,6 +348,12 @@ impl GuestMachine {
         if let Some(x) = self.swap_mb_s {
             s.push_str(&format!(",swap-mb-s={}", fmt_factor(x)));
         }
+        if let Some(t) = self.mem_total_kb {
+            s.push_str(&format!(",memtotal-kb={t}"));
+        }
+        if let Some(u) = self.boot_used_kb {
+            s.push_str(&format!(",boot-used-kb={u}"));
+        }
         s
     }
 
@@ -294,7 +371,8 @@ impl GuestMachine {
         let mut t = format!(
             "# A qemu guest as `reclaimlab run --kernel` boots it, as a reclaimlab machine\n\
              # (`sim --machine {name}`).\n\
-             # memory_mib: the guest's RAM (-m); its MemTotal is ~4% less (the kernel's own)\n\
+             # memory_mib: the guest's RAM (-m); {reserved}\n\
+             # boot_used_kib: {used}\n\
              # cpus: vCPUs (-smp); their speed is not a machine field: cpu-slowdown={f}\n\
              #   multiplies every cost.* parameter (measured inside the guest by its run;\n\
              #   costs the probe cannot reach, scan/reclaim/io-submit/wake-up, get the same factor)\n\
@@ -306,6 +384,14 @@ impl GuestMachine {
              # queue_depth 128: the guest's nr_requests of 256 is 2 x queue_depth in blk-mq\n\
              {vdc}",
             f = fmt_factor(self.cpu_slowdown),
+            reserved = match self.mem_total_kb {
+                Some(t) => format!("boot_reserved_kib: RAM less the guest's MemTotal of {t} KiB"),
+                None => "its MemTotal was not recorded: all of it is managed here (a real kernel keeps ~4% for itself)".to_string(),
+            },
+            used = match self.boot_used_kb {
+                Some(_) => "MemTotal less the free memory of the guest's first vmstat sample (slab, stacks,\n#   page tables, percpu, the OS's page cache and shmem: all unreclaimable here)",
+                None => "not recorded: every managed page free at boot",
+            },
             vdc = match (self.swap_lat_us, self.swap_mb_s) {
                 (Some(l), Some(b)) => format!("# vdc: the swap disk, not throttled; measured in the guest (O_DIRECT reads of the swap area, one at a time,\n\
                      #   4 and 64 KiB): {} µs a request, {} MB/s (writes: not measured, taken as the reads)\n", fmt_factor(l), fmt_factor(b)),
@@ -334,6 +420,15 @@ impl GuestMachine {
         t.push_str(&format!("cpus = {}\nnodes = 1\n", self.cpus));
         t.push_str(&format!("memory_mib = {}\n", self.memory / MIB));
         t.push_str(&format!("swap_mib = {}\n", self.swap / MIB));
+        if let Some(total) = self.mem_total_kb {
+            t.push_str(&format!(
+                "boot_reserved_kib = {}\n",
+                (self.memory >> 10).saturating_sub(total)
+            ));
+        }
+        if let Some(u) = self.boot_used_kb.filter(|&u| u > 0) {
+            t.push_str(&format!("boot_used_kib = {u}\n"));
+        }
         t.push_str("data_device = \"vdb\"\nswap_device = \"vdc\"\n");
         if let Some(c) = self.cgroup {
             t.push_str(&format!(
@@ -364,9 +459,15 @@ impl GuestMachine {
 }
 
 /// `sim --machine DIR` where DIR is a guest run's record: the `guest:…`
-/// string in its `run.json` (`params.guest.machine`). `None` if DIR is not a
-/// record directory (no `run.json`).
-pub fn record_machine(dir: &std::path::Path) -> Option<Result<String>> {
+/// string in its `run.json` (`params.guest.machine`), and a note for the
+/// user if any. `None` if DIR is not a record directory (no `run.json`).
+///
+/// A record made before guest runs wrote `memtotal-kb=` and `boot-used-kb=`
+/// into the string gets them from the record itself ([`record_boot_memory`]),
+/// so that old records simulate the kernel's own memory too; one that cannot
+/// give them (no `params.host.mem_total_bytes`, no `vmstat.csv`) is
+/// simulated with all of its RAM managed and free, as before, with a note.
+pub fn record_machine(dir: &std::path::Path) -> Option<Result<(String, Option<String>)>> {
     let rj = dir.join("run.json");
     if !dir.is_dir() || !rj.is_file() {
         return None;
@@ -383,17 +484,88 @@ pub fn record_machine(dir: &std::path::Path) -> Option<Result<String>> {
             )))
         }
     };
-    Some(
-        v["params"]["guest.machine"]
-            .as_str()
-            .map(str::to_string)
-            .ok_or_else(|| {
-                HostError::with_fix(
-                    format!("{} has no params.guest.machine: not a guest run's record (or one made before guest records named their machine)", rj.display()),
-                    "give the guest as --machine guest:RAM,cpus=N,disk=MB/s[,memory=SIZE] (the record's params guest.memory_mib, guest.vcpus, guest.disk_bps), or a built-in machine",
-                )
-            }),
-    )
+    let Some(spec) = v["params"]["guest.machine"].as_str() else {
+        return Some(Err(HostError::with_fix(
+            format!("{} has no params.guest.machine: not a guest run's record (or one made before guest records named their machine)", rj.display()),
+            "give the guest as --machine guest:RAM,cpus=N,disk=MB/s[,memory=SIZE] (the record's params guest.memory_mib, guest.vcpus, guest.disk_bps), or a built-in machine",
+        )));
+    };
+    let mut spec = spec.to_string();
+    if spec.contains("memtotal-kb=") {
+        return Some(Ok((spec, None)));
+    }
+    Some(match record_boot_memory(dir) {
+        Ok(Some((total, used))) => {
+            spec.push_str(&format!(",memtotal-kb={total},boot-used-kb={used}"));
+            let note = format!(
+                "the guest's MemTotal {total} KiB (params.host.mem_total_bytes) and {used} KiB in use at its first vmstat sample (MemTotal less nr_free_pages), from the record: memtotal-kb={total},boot-used-kb={used}"
+            );
+            Ok((spec, Some(note)))
+        }
+        Ok(None) => Ok((
+            spec,
+            Some("the record gives no MemTotal (params.host.mem_total_bytes) or no vmstat.csv: the guest is simulated with all of its RAM managed and free at boot".to_string()),
+        )),
+        Err(e) => Err(e),
+    })
+}
+
+/// The guest's MemTotal and the memory in use when its workload started,
+/// KiB, from a record: `params.host.mem_total_bytes` of its `run.json`
+/// (the guest's `/proc/meminfo`) and MemTotal less `nr_free_pages` of the
+/// first row of its `vmstat.csv`. `Ok(None)` when the record has no
+/// MemTotal or no `vmstat.csv`; an error when they are there but do not
+/// make sense.
+pub fn record_boot_memory(dir: &std::path::Path) -> Result<Option<(u64, u64)>> {
+    use std::io::BufRead;
+    let rj = dir.join("run.json");
+    let v: serde_json::Value = std::fs::read_to_string(&rj)
+        .map_err(|e| e.to_string())
+        .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
+        .map_err(|e| {
+            HostError::with_fix(
+                format!("cannot read {}: {e}", rj.display()),
+                "give a run record's directory",
+            )
+        })?;
+    let Some(total) = v["params"]["host.mem_total_bytes"].as_str() else {
+        return Ok(None);
+    };
+    let csv = dir.join("vmstat.csv");
+    let Ok(f) = std::fs::File::open(&csv) else {
+        return Ok(None);
+    };
+    let fix = "the record is damaged: give the guest as --machine guest:… with memtotal-kb= and boot-used-kb= (or without them: all RAM managed and free)";
+    let total_b: u64 = total.parse().map_err(|_| {
+        HostError::with_fix(
+            format!(
+                "{}: params.host.mem_total_bytes `{total}` is not a number of bytes",
+                dir.join("run.json").display()
+            ),
+            fix,
+        )
+    })?;
+    let mut lines = std::io::BufReader::new(f).lines();
+    let mut next = || lines.next().and_then(|l| l.ok()).unwrap_or_default();
+    let (head, row) = (next(), next());
+    let free = head
+        .split(',')
+        .position(|h| h.trim() == "nr_free_pages")
+        .and_then(|i| row.split(',').nth(i))
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let total_kb = total_b >> 10;
+    match free {
+        Some(free) if free * 4 <= total_kb && total_b & 4095 == 0 => {
+            Ok(Some((total_kb, total_kb - free * 4)))
+        }
+        _ => Err(HostError::with_fix(
+            format!(
+                "{}: no nr_free_pages in its first row, or more free pages than MemTotal ({total_b} bytes, a whole number of 4 KiB pages)",
+                csv.display()
+            ),
+            fix,
+        )),
+    }
 }
 
 /// A factor with at most one decimal, no trailing `.0`.
@@ -466,6 +638,7 @@ mod tests {
             "guest",
             "guest:1536M,cpus=1,disk=2,swap=1G,memory=512M,cpu-slowdown=12.3",
             "guest:4G,swap=0",
+            "guest:1G,cpus=2,disk=16,swap=1G,cpu-slowdown=20.5,memtotal-kb=987392,boot-used-kb=87092",
         ] {
             let m = ok(s);
             assert_eq!(ok(&m.to_arg()), m, "{s} -> {}", m.to_arg());
@@ -501,6 +674,46 @@ mod tests {
             assert!(e.contains("fix:"), "{s}: {e}");
             assert!(e.contains(&format!("--machine {s}")), "{s}: {e}");
         }
+    }
+
+    /// MemTotal and the memory in use at boot: from a record, into the
+    /// string, into the machine file's fields.
+    #[test]
+    fn the_kernels_own_memory() {
+        let rec = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../docs/fidelity/records/guest-5.10-stutterp-nothp");
+        assert_eq!(record_boot_memory(&rec).unwrap(), Some((987_392, 87_092)));
+        let (spec, note) = record_machine(&rec).unwrap().unwrap();
+        assert!(
+            spec.ends_with(",memtotal-kb=987392,boot-used-kb=87092"),
+            "{spec}"
+        );
+        assert!(note.unwrap().contains("from the record"));
+        let g = ok(&spec);
+        assert_eq!(
+            (g.mem_total_kb, g.boot_used_kb),
+            (Some(987_392), Some(87_092))
+        );
+        let t = g.machine_toml();
+        assert!(
+            t.contains("boot_reserved_kib = 61184\nboot_used_kib = 87092\n"),
+            "{t}"
+        );
+        // Without the figures: no fields, as before.
+        let t = ok("guest:1G").machine_toml();
+        assert!(
+            !t.contains("boot_reserved_kib =") && !t.contains("boot_used_kib ="),
+            "{t}"
+        );
+        assert_eq!(
+            ok("guest:1G").with_boot_memory(987_392, 87_092),
+            Some(g.clone()).map(|x| GuestMachine {
+                cpu_slowdown: 1.0,
+                swapout_ns: None,
+                ..x
+            })
+        );
+        assert_eq!(ok("guest:1G").with_boot_memory(987_392, 600_000), None);
     }
 
     #[test]

@@ -563,6 +563,28 @@ mod tests {
         assert!(!m.to_arg().contains("cpu-slowdown"));
     }
 
+    /// A boot's machine string takes MemTotal and the memory in use at the
+    /// first vmstat sample from the workload's record (here a committed
+    /// guest record); a directory without a record leaves them out.
+    #[test]
+    fn a_boot_names_the_kernels_own_memory() {
+        let mut o = GuestOptions::new("stutterp", vec![], "/x".into());
+        o.guest_memory = 1 << 30;
+        let m = boot::guest_machine(&o, &results::Facts::default());
+        let rec = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../docs/fidelity/records/guest-5.10-stutterp-nothp");
+        let (g, note) = boot::with_boot_memory(m.clone(), &rec);
+        assert_eq!(note, None);
+        assert_eq!(
+            g.to_arg(),
+            "guest:1G,cpus=2,disk=16,swap=1G,memtotal-kb=987392,boot-used-kb=87092"
+        );
+        assert_eq!(
+            boot::with_boot_memory(m.clone(), Path::new("/nonexistent")),
+            (m, None)
+        );
+    }
+
     #[test]
     fn preflight_names_bad_sizes() {
         let mut o = GuestOptions::new("stutterp", vec![], "/x".into());

@@ -102,6 +102,9 @@ pub struct Pgdat {
     pub pcp: pcp::Pcp,
     /// `zone_managed_pages`.
     pub managed: u64,
+    /// Pages in use since boot and never freed (the machine's
+    /// `boot_used_kib`): the node's lowest `boot_used` pfns.
+    pub boot_used: u64,
     /// `_watermark[]`: min, low, high.
     pub wmark: [u64; 3],
     /// Lruvecs by memcg id (0: root).
