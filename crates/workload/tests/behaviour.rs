@@ -841,9 +841,10 @@ fn balance_dirty_pages_deducts_think_time_and_traces_ms() {
     // here copying its pages slowly: 12 µs a page, the default 210 ns on
     // a CPU some 57 times slower (the TCG guests of docs/fidelity.md are
     // 20-40 times). At the default cost a writer almost never thinks:
-    // 22 lines of 22,000 in three seeds when fio's rewrites still counted
-    // as refaults, none since (docs/fidelity.md, "File refaults and their
-    // activation"). Three seeds' lines are checked together.
+    // 13 deductions in 22,000 lines of three seeds when fio's rewrites
+    // still counted as refaults, none since (docs/fidelity.md, "File
+    // refaults and their activation"); at 12 µs, 329. Three seeds' lines
+    // are checked together.
     let mut lines = Vec::new();
     for seed in 1..=3 {
         let (c, _) = sim(
