@@ -33,8 +33,13 @@ fn activations(kernel: &str, set: &[(&str, &str)]) -> (u64, u64) {
 fn five_ten_restores_what_it_swapped_in_and_five_fifteen_does_not() {
     let (act_510, restore_510) = activations("v5.10", &[]);
     let (act_515, restore_515) = activations("v5.15", &[]);
-    eprintln!("v5.10 {act_510} activations, {restore_510} restores; v5.15 {act_515}, {restore_515}");
-    assert!(act_510 > 100 && act_515 > 100, "activations: {act_510}, {act_515}");
+    eprintln!(
+        "v5.10 {act_510} activations, {restore_510} restores; v5.15 {act_515}, {restore_515}"
+    );
+    assert!(
+        act_510 > 100 && act_515 > 100,
+        "activations: {act_510}, {act_515}"
+    );
     assert!(
         restore_510 * 2 > act_510,
         "5.10: most anon activations restore a page that was swapped in: {restore_510} of {act_510}"
