@@ -557,11 +557,15 @@ async fn do_swap_page(w: &World, id: u32, index: u32, slot: u32, write: bool) ->
         };
         {
             let mut k = w.k();
-            // The allocation may have slept: the mapping may be gone, the
-            // pte changed, or the slot read meanwhile by another fault's
-            // readahead by slot (`swapcache_prepare` then says -EEXIST and
-            // the kernel takes the page in the swap cache; here the access
-            // faults again and finds it).
+            // The allocation may have slept in reclaim, and meanwhile
+            // another task's readahead by slot (a rotational swap device:
+            // `swap_cluster_readahead` reads whoever's slots) may have put
+            // this slot's page in the swap cache. 5.15/6.1
+            // `__read_swap_cache_async` looks the slot up again after
+            // allocating (`swapcache_prepare` fails with -EEXIST, the loop
+            // finds the page) and the fault goes on with that page;
+            // here the access faults again and finds it (simplified: a
+            // minor fault, where the kernel counts this one major).
             if !k.anon[id as usize].alive
                 || k.anon[id as usize].pte.get(index as usize) != (PTE_SWAP | slot)
                 || cached_page(k.swap.cache.get(slot as usize)).is_some()

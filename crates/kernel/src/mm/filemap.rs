@@ -2,7 +2,8 @@
 //! `balance_dirty_pages_ratelimited`; no access marking, as since 4.7) and
 //! `read()` (hits with `mark_page_accessed`, misses that read from the
 //! device), shared file mappings, and removal of clean pages by reclaim
-//! (leaving a shadow entry).
+//! (leaving a shadow entry, which only a read's insertion counts as a
+//! workingset refault, not a write's).
 //!
 //! Follows `generic_perform_write` and `filemap_read` (mm/filemap.c, 5.15).
 //! Simplifications: no readahead (the workloads read randomly, where the
@@ -255,9 +256,27 @@ impl Kernel {
         }
     }
 
-    /// Inserts a new page for `index` of file `f` (`filemap_add_folio`), with
-    /// refault detection against a shadow entry, and adds it to the LRU.
-    fn add_to_page_cache_lru(&mut self, f: u32, index: u32, pfn: Pfn, flags: PageFlags) {
+    /// Inserts a new page for `index` of file `f` (`filemap_add_folio`) in
+    /// place of whatever shadow entry is there, and adds it to the LRU.
+    /// With `write` the page was allocated by a buffered write's
+    /// `write_begin`, and a shadow entry it replaces is no refault:
+    /// `grab_cache_page_write_begin` asks for `FGP_WRITE`, which adds
+    /// `__GFP_WRITE` to the page's gfp mask, and `filemap_add_folio` (6.1;
+    /// `add_to_page_cache_lru` in 5.10 and 5.15) calls `workingset_refault`
+    /// only for a shadow found by an insertion without `__GFP_WRITE` —
+    /// "evicting other data from the working set, only to cache data that
+    /// will get overwritten with something else, is a waste of memory". So
+    /// a rewritten page is neither counted in `workingset_refault_file`
+    /// nor activated; it comes back inactive like any new page. Reads
+    /// (`read()` misses, file faults) detect refaults.
+    fn add_to_page_cache_lru(
+        &mut self,
+        f: u32,
+        index: u32,
+        pfn: Pfn,
+        flags: PageFlags,
+        write: bool,
+    ) {
         let old = self.files[f as usize].cache.get(index as usize);
         {
             let p = self.frames.get_mut(pfn);
@@ -265,7 +284,7 @@ impl Kernel {
             p.owner = f;
             p.index = index;
         }
-        if old != SLOT_EMPTY && old & SHADOW != 0 {
+        if !write && old != SLOT_EMPTY && old & SHADOW != 0 {
             let flags = self.workingset_refault(pfn, old & !SHADOW, true);
             self.frames.get_mut(pfn).set(flags);
         }
@@ -292,10 +311,10 @@ impl Kernel {
         if self.files[f as usize].sparse {
             let z = self.params.cost_zero_ns;
             self.charge_sys(z);
-            self.add_to_page_cache_lru(f, index, pfn, pg::UPTODATE);
+            self.add_to_page_cache_lru(f, index, pfn, pg::UPTODATE, false);
             return None;
         }
-        self.add_to_page_cache_lru(f, index, pfn, pg::LOCKED);
+        self.add_to_page_cache_lru(f, index, pfn, pg::LOCKED, false);
         self.count(Ev::Pgpgin, 4);
         let c = self.params.cost_io_submit_ns;
         self.charge_sys(c);
@@ -364,8 +383,10 @@ impl Kernel {
     /// Copies a buffered write's page into cached page `pfn` and dirties
     /// it. No mark_page_accessed: since 4.7 ("mm: filemap: only do access
     /// activations on reads", grab_cache_page_write_begin without
-    /// FGP_ACCESSED) a buffered write never activates a page; only a
-    /// workingset refault can bring a written page back active.
+    /// FGP_ACCESSED) a buffered write never activates a page, and a write
+    /// over a shadow entry is no workingset refault either (see
+    /// [`Kernel::add_to_page_cache_lru`]): only a read can bring a written
+    /// page back active.
     ///
     /// Its CPU: the copy into the page cache and the filesystem's per-page
     /// write_begin/write_end (6.18 `generic_perform_write`:
@@ -384,7 +405,7 @@ impl Kernel {
     fn add_written_page(&mut self, f: u32, index: u32, pfn: Pfn) {
         let c = self.params.cost_pagecache_insert_ns;
         self.charge_sys(c);
-        self.add_to_page_cache_lru(f, index, pfn, pg::UPTODATE);
+        self.add_to_page_cache_lru(f, index, pfn, pg::UPTODATE, true);
     }
 
     /// Pages `from..` of a buffered write to file `f` (at most to `end`),

@@ -138,6 +138,14 @@ impl Kernel {
     /// clock reading (30 bits here) and whether the page was in the
     /// workingset (`PG_workingset`, set when it was deactivated from an
     /// active list), as `pack_shadow` stores them.
+    ///
+    /// Simplified: the clock stamped and aged is that of the page's own
+    /// memcg. 5.15 and 6.1 stamp the lruvec of the reclaim's target memcg
+    /// (`target_memcg`, the root for global reclaim), store its id in the
+    /// shadow, and `workingset_age_nonresident` ages each ancestor too;
+    /// the two agree whenever reclaim targets the page's own memcg (every
+    /// eviction of the fidelity suites), not for a child's pages evicted
+    /// by global or ancestor reclaim.
     pub fn workingset_eviction(&mut self, pfn: Pfn) -> u32 {
         let nid = self.frames.nid(pfn);
         let p = self.frames.get(pfn);
