@@ -134,10 +134,9 @@ impl Kernel {
     /// both are.
     #[inline]
     fn take_free_page(&mut self, nid: usize, cpu: usize) -> Option<Pfn> {
-        let rule = self.profile.pcp_high;
         let node = &mut self.nodes[nid];
         let buddy = node.nr_free();
-        if !node.pcp.take(rule, cpu, buddy) {
+        if !node.pcp.take(cpu, buddy) {
             return None;
         }
         let free = &mut node.free;

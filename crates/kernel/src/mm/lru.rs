@@ -281,10 +281,10 @@ impl Kernel {
         p.owner = 0;
         self.memcg_uncharge_page(pfn);
         // free_unref_page(): onto this CPU's list for the page's node.
-        let (rule, cpu) = (self.profile.pcp_high, self.current().cpu as usize);
+        let cpu = self.current().cpu as usize;
         let node = &mut self.nodes[nid];
         node.free.push(pfn);
-        node.pcp.put(rule, cpu, node.kswapd_running);
+        node.pcp.put(cpu, node.kswapd_running);
         self.count(Ev::Pgfree, 1);
         self.rate_count_free();
     }

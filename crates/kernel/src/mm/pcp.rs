@@ -27,7 +27,7 @@
 //! list when it idles (`vmstat_update` drains only remote nodes' lists).
 
 /// How large a CPU's list may grow (see the module comment).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum PcpHigh {
     /// Up to 5.13: 6 x `batch`, overflows return `batch`.
     SixBatch,
@@ -36,6 +36,7 @@ pub enum PcpHigh {
     LowWmark,
     /// No kernel: no page is kept per CPU (every free page counts as free),
     /// as the simulator had it before the lists were modelled.
+    #[default]
     None,
 }
 
@@ -51,6 +52,8 @@ impl PcpHigh {
 /// One node's (zone's) per-CPU lists.
 #[derive(Clone, Debug, Default)]
 pub struct Pcp {
+    /// The profile's rule, fixed at boot.
+    rule: PcpHigh,
     /// Pages on each CPU's list.
     count: Vec<u32>,
     /// `free_factor` per CPU (5.14+).
@@ -90,6 +93,7 @@ impl Pcp {
             PcpHigh::None => 0,
         };
         Pcp {
+            rule,
             count: vec![0; cpus.max(1) as usize],
             free_factor: vec![0; cpus.max(1) as usize],
             total: 0,
@@ -101,12 +105,12 @@ impl Pcp {
     /// An order-0 allocation on `cpu` (`rmqueue_pcplist`), with `buddy`
     /// pages on the node's buddy lists: takes a page off the CPU's list,
     /// refilling it first if empty. False if neither has a page.
-    pub fn take(&mut self, rule: PcpHigh, cpu: usize, buddy: u64) -> bool {
-        if rule == PcpHigh::None {
+    pub fn take(&mut self, cpu: usize, buddy: u64) -> bool {
+        if self.rule == PcpHigh::None {
             return buddy > 0;
         }
         let cpu = cpu % self.count.len();
-        if rule == PcpHigh::LowWmark {
+        if self.rule == PcpHigh::LowWmark {
             self.free_factor[cpu] >>= 1;
         }
         if self.count[cpu] == 0 {
@@ -125,14 +129,14 @@ impl Pcp {
     /// A page freed on `cpu` (`free_unref_page_commit`), `reclaiming` while
     /// kswapd reclaims the node: onto the CPU's list, and the list's excess
     /// back to the buddy lists.
-    pub fn put(&mut self, rule: PcpHigh, cpu: usize, reclaiming: bool) {
-        if rule == PcpHigh::None {
+    pub fn put(&mut self, cpu: usize, reclaiming: bool) {
+        if self.rule == PcpHigh::None {
             return;
         }
         let cpu = cpu % self.count.len();
         self.count[cpu] += 1;
         self.total += 1;
-        let n = match rule {
+        let n = match self.rule {
             PcpHigh::None => unreachable!("returned above"),
             PcpHigh::SixBatch => {
                 if self.count[cpu] < self.high {
@@ -197,7 +201,7 @@ mod tests {
         let tiny = Pcp::new(PcpHigh::SixBatch, 100, 10, 1, 1);
         assert_eq!((tiny.batch, tiny.high), (1, 0));
         let mut tiny = tiny;
-        tiny.put(PcpHigh::SixBatch, 0, false);
+        tiny.put(0, false);
         assert_eq!(tiny.total, 0, "a tiny zone keeps nothing per CPU");
         let old = Pcp::new(PcpHigh::SixBatch, 262_144, 1_236, 2, 2);
         assert_eq!((old.batch, old.high), (63, 378));
@@ -211,35 +215,35 @@ mod tests {
     fn a_list_grows_to_high_then_returns_pages() {
         let mut p = Pcp::new(PcpHigh::SixBatch, 262_144, 1_236, 2, 2);
         for _ in 0..377 {
-            p.put(PcpHigh::SixBatch, 0, false);
+            p.put(0, false);
         }
         assert_eq!(p.total, 377);
-        p.put(PcpHigh::SixBatch, 0, false);
+        p.put(0, false);
         assert_eq!(p.count(0), 378 - 63, "the 378th returns a batch");
         // An allocation on the other CPU refills its own list from the buddy.
-        assert!(p.take(PcpHigh::SixBatch, 1, 1_000));
+        assert!(p.take(1, 1_000));
         assert_eq!(p.count(1), 62);
-        assert!(p.take(PcpHigh::SixBatch, 1, 0) && p.count(1) == 61);
+        assert!(p.take(1, 0) && p.count(1) == 61);
         p.drain();
         assert_eq!((p.total, p.count(0)), (0, 0));
         // Empty list, empty buddy: no page.
-        assert!(!p.take(PcpHigh::SixBatch, 0, 0));
+        assert!(!p.take(0, 0));
     }
 
     #[test]
     fn since_5_14_kswapd_shrinks_the_lists_and_overflows_grow() {
         let mut p = Pcp::new(PcpHigh::LowWmark, 262_144, 1_236, 2, 2);
         for _ in 0..617 {
-            p.put(PcpHigh::LowWmark, 0, false);
+            p.put(0, false);
         }
         assert_eq!(p.count(0), 617);
         // While kswapd reclaims, high is 4 x batch: the next free returns
         // batch << free_factor (63, then 126, ...) but leaves batch.
-        p.put(PcpHigh::LowWmark, 0, true);
+        p.put(0, true);
         assert_eq!(p.count(0), 618 - 63);
-        p.put(PcpHigh::LowWmark, 0, true);
+        p.put(0, true);
         assert_eq!(p.count(0), 556 - 126);
-        p.put(PcpHigh::LowWmark, 0, true);
+        p.put(0, true);
         assert_eq!(p.count(0), 431 - 189, "clamped to high - batch");
     }
 }
