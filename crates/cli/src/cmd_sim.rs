@@ -441,6 +441,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             for (k, v) in policy.policy_pairs() {
                 meta.params.insert(k.to_string(), v);
             }
+            // What the simulated kernel booted with, as a real record reads
+            // it from /proc/sys/vm (0 means "the kernel's default" to --set).
+            meta.params.insert(
+                "vm.min_free_kbytes".to_string(),
+                reclaimlab_kernel::mm::boot_min_free_kbytes(
+                    cfg.params.min_free_kbytes,
+                    machine.thp,
+                    machine.populated_zones_upto_normal(),
+                    machine.managed_pages(),
+                    cfg.params.watermark_scale_factor,
+                )
+                .to_string(),
+            );
+            if let Some(t) = machine.thp {
+                meta.params
+                    .insert("machine.thp".to_string(), t.name().to_string());
+            }
             let workload_params = match &workload {
                 Workload::Stutterp => sp.to_params(),
                 Workload::Spec { .. } => spec.as_ref().map(Spec::to_params).unwrap_or_default(),

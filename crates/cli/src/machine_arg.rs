@@ -405,7 +405,8 @@ mod tests {
         let r = resolve(rec.to_str().unwrap()).unwrap();
         let m = &r.machine;
         assert!(
-            m.name.ends_with(",memtotal-kb=987392,boot-used-kb=87092"),
+            m.name
+                .ends_with(",memtotal-kb=987392,boot-used-kb=87092,thp=never"),
             "{}",
             m.name
         );
@@ -484,6 +485,7 @@ mod tests {
             }),
             memcg_version: Some(2),
             fstype: Some("btrfs".into()),
+            thp: Some("always"),
         };
         let bw = Bandwidth {
             write_mb_s: 123.4,
@@ -506,6 +508,11 @@ mod tests {
             assert_eq!(
                 (m.cpus, m.nodes, m.memory_mib, m.swap_mib),
                 (3, 2, mem, swap)
+            );
+            assert_eq!(
+                m.thp,
+                Some(reclaimlab_kernel::machine::ThpEnabled::Always),
+                "the host's THP mode is the machine's"
             );
             // host:SIZE puts the workload in a cgroup of SIZE, as `run
             // --memory SIZE` does; host:all runs it in the root.

@@ -196,6 +196,13 @@ impl Kernel {
         let mut frames = Frames::new(nr_pages, nr_nodes);
         let boot_used = machine.boot_used_pages();
         let mut nodes = Vec::with_capacity(nr_nodes);
+        let min_free_kbytes = crate::mm::boot_min_free_kbytes(
+            params.min_free_kbytes,
+            machine.thp,
+            machine.populated_zones_upto_normal(),
+            nr_pages as u64,
+            params.watermark_scale_factor,
+        );
         for nid in 0..nr_nodes {
             let range = frames.node_range(nid);
             // The memory in use when the workload starts
@@ -216,7 +223,7 @@ impl Kernel {
             let free = FreeList::new(range.start + used, range.end);
             let managed = u64::from(range.end - range.start);
             let wmark = zone_watermarks(
-                params.min_free_kbytes,
+                min_free_kbytes,
                 params.watermark_scale_factor,
                 managed,
                 nr_pages as u64,

@@ -243,6 +243,60 @@ pub struct Machine {
     /// its own runs there, and the workload is sized to its limit.
     #[serde(default)]
     pub workload_cgroup: Option<WorkloadCgroup>,
+    /// Transparent huge pages at boot (`/sys/kernel/mm/transparent_hugepage/
+    /// enabled`, or `transparent_hugepage=` on the kernel's command line).
+    /// The simulator's pages are order 0 whatever this says; what it
+    /// changes is the watermarks: with THPs `always` or `madvise`,
+    /// khugepaged starts at boot and raises `min_free_kbytes` to keep
+    /// pageblocks free ([`crate::mm::thp_recommended_min_free_kbytes`]).
+    /// Absent: `never` (the built-in machines: their kernels' THP setting is
+    /// not known).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thp: Option<ThpEnabled>,
+}
+
+/// `transparent_hugepage/enabled`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ThpEnabled {
+    /// Every anonymous fault may take a huge page.
+    Always,
+    /// Only `MADV_HUGEPAGE` regions.
+    Madvise,
+    /// Off: khugepaged is not started.
+    Never,
+}
+
+impl ThpEnabled {
+    /// Name as written in machine files and in `thp.enabled`'s brackets.
+    pub fn name(self) -> &'static str {
+        match self {
+            ThpEnabled::Always => "always",
+            ThpEnabled::Madvise => "madvise",
+            ThpEnabled::Never => "never",
+        }
+    }
+
+    /// From a name, or from `/sys/kernel/mm/transparent_hugepage/enabled`'s
+    /// text (`always [madvise] never`: the bracketed word).
+    pub fn parse(s: &str) -> Option<ThpEnabled> {
+        let word = match (s.find('['), s.find(']')) {
+            (Some(a), Some(b)) if a < b => &s[a + 1..b],
+            _ => s.trim(),
+        };
+        match word {
+            "always" => Some(ThpEnabled::Always),
+            "madvise" => Some(ThpEnabled::Madvise),
+            "never" => Some(ThpEnabled::Never),
+            _ => None,
+        }
+    }
+
+    /// Whether khugepaged runs (`hugepage_flags_enabled`, 6.1;
+    /// `khugepaged_enabled`, 5.10).
+    pub fn khugepaged(self) -> bool {
+        self != ThpEnabled::Never
+    }
 }
 
 /// `[workload_cgroup]` of a machine.
@@ -295,6 +349,20 @@ impl Machine {
     /// The pages in use when the workload starts ([`Machine::boot_used_kib`]).
     pub fn boot_used_pages(&self) -> u64 {
         self.boot_used_kib.div_ceil(4)
+    }
+
+    /// Populated zones up to `ZONE_NORMAL` on x86-64, which
+    /// `set_recommended_min_free_kbytes` counts: `ZONE_DMA` (the first
+    /// 16 MiB) and `ZONE_DMA32` (below 4 GiB) on node 0, and `ZONE_NORMAL`
+    /// on every node with memory above 4 GiB. The simulator has one zone a
+    /// node; this is only their number. Simplified: node 0 is taken to have
+    /// memory above 4 GiB when it has more than 3 GiB (the PCI hole below
+    /// 4 GiB: qemu's `pc` machine keeps 3 GiB low once RAM exceeds 3.5 GiB;
+    /// PCs keep 2 to 3.5 GiB), every other node to have only `ZONE_NORMAL`.
+    pub fn populated_zones_upto_normal(&self) -> u64 {
+        let node0_mib = self.memory_mib / u64::from(self.nodes.max(1));
+        let node0 = if node0_mib > 3 * 1024 { 3 } else { 2 };
+        node0 + u64::from(self.nodes.max(1)) - 1
     }
 }
 
@@ -359,6 +427,7 @@ pub fn builtin_machines() -> Vec<Machine> {
             data_device: None,
             swap_device: None,
             workload_cgroup: None,
+            thp: None,
             boot_reserved_kib: 0,
             boot_used_kib: 0,
         },
@@ -390,6 +459,7 @@ pub fn builtin_machines() -> Vec<Machine> {
             data_device: None,
             swap_device: None,
             workload_cgroup: None,
+            thp: None,
             boot_reserved_kib: 0,
             boot_used_kib: 0,
         },
@@ -418,6 +488,7 @@ pub fn builtin_machines() -> Vec<Machine> {
             data_device: None,
             swap_device: None,
             workload_cgroup: None,
+            thp: None,
             boot_reserved_kib: 0,
             boot_used_kib: 0,
         },
@@ -448,6 +519,7 @@ pub fn builtin_machines() -> Vec<Machine> {
             data_device: None,
             swap_device: None,
             workload_cgroup: None,
+            thp: None,
             boot_reserved_kib: 0,
             boot_used_kib: 0,
         },
@@ -462,6 +534,7 @@ pub fn builtin_machines() -> Vec<Machine> {
             data_device: None,
             swap_device: None,
             workload_cgroup: None,
+            thp: None,
             boot_reserved_kib: 0,
             boot_used_kib: 0,
         },
@@ -500,6 +573,7 @@ pub fn builtin_machines() -> Vec<Machine> {
             data_device: None,
             swap_device: None,
             workload_cgroup: None,
+            thp: None,
             boot_reserved_kib: 0,
             boot_used_kib: 0,
         },

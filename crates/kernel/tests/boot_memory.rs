@@ -71,3 +71,24 @@ fn two_nodes_share_the_reserved_and_used_memory() {
     assert_eq!(managed, 262_144 - 16_384);
     assert_eq!((free, unrecl), (managed - 10_001, 10_001));
 }
+
+/// THPs on: khugepaged's `set_recommended_min_free_kbytes` raises the min
+/// watermark to 11 pageblocks a zone (the real 1 GiB guests with THPs
+/// `always`: `vm.min_free_kbytes` 45056, with `never` 3955); `never`, or
+/// no `thp` line, keeps the default.
+#[test]
+fn thp_raises_the_min_watermark_at_boot() {
+    let base = "boot_reserved_kib = 61184\nboot_used_kib = 87092";
+    let (.., never) = booted(machine(1, &format!("{base}\nthp = 'never'")));
+    let (.., absent) = booted(machine(1, base));
+    let (.., always) = booted(machine(1, &format!("{base}\nthp = 'always'")));
+    let (.., madvise) = booted(machine(1, &format!("{base}\nthp = 'madvise'")));
+    assert_eq!((never, absent), (993, 993));
+    assert_eq!(always, 45_056 / 4, "2 zones x 11 pageblocks of 512 pages");
+    assert_eq!(madvise, always);
+    // An unknown mode is refused with the file named.
+    let t = "name='bm'\ncpus=2\nmemory_mib=1024\nthp='sometimes'\n[[devices]]\nname='sda'\n\
+             write_mb_s=100\nread_mb_s=100\nlatency_us=100\n";
+    let e = Machine::from_toml(t, "bm.toml").unwrap_err().to_string();
+    assert!(e.contains("bm.toml") && e.contains("sometimes"), "{e}");
+}

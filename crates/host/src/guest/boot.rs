@@ -508,6 +508,8 @@ pub(super) fn guest_machine(opts: &GuestOptions, facts: &results::Facts) -> Gues
         // Set from the workload's record once it is back (with_boot_memory).
         mem_total_kb: None,
         boot_used_kb: None,
+        // Likewise: the guest kernel's own thp.enabled (with_boot_memory).
+        thp: None,
     }
 }
 
@@ -519,6 +521,10 @@ pub(super) fn with_boot_memory(m: GuestMachine, rec: &Path) -> (GuestMachine, Op
     if !rec.join("run.json").is_file() {
         return (m, None);
     }
+    let m = GuestMachine {
+        thp: super::machine::record_thp(rec),
+        ..m
+    };
     match super::machine::record_boot_memory(rec) {
         Ok(Some((total, used))) => match m.with_boot_memory(total, used) {
             Some(g) => (g, None),

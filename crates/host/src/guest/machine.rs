@@ -19,6 +19,7 @@
 //! | `cpu-slowdown=F` | every `cost.*` CPU cost multiplied by F | 1 |
 //! | `memtotal-kb=N` | the guest kernel's MemTotal, KiB (`/proc/meminfo`): the RAM less what it reserved at boot | the RAM (nothing reserved) |
 //! | `boot-used-kb=N` | memory in use when the workload started, KiB: MemTotal less the first vmstat sample's `nr_free_pages` | 0 |
+//! | `thp=always\|madvise\|never` | the guest kernel's transparent huge pages (`thp.enabled` of its record): with `always` or `madvise` khugepaged raises `min_free_kbytes` at boot, and the watermarks with it (the simulator's pages stay order 0) | `never` |
 //!
 //! **The kernel's own memory.** A guest kernel manages less than its RAM
 //! (the memmap, the kernel image and firmware reservations never reach the
@@ -63,6 +64,18 @@ pub const MAX_SWAPOUT_NS: u64 = 100_000_000;
 /// Largest `swap-lat-us`: one second.
 pub const MAX_SWAP_LAT_US: f64 = 1_000_000.0;
 
+/// The mode `transparent_hugepage/enabled` selects, from a mode's name or
+/// from the file's text (`always [madvise] never`: the bracketed word).
+pub fn thp_mode(s: &str) -> Option<&'static str> {
+    let word = match (s.find('['), s.find(']')) {
+        (Some(a), Some(b)) if a < b => &s[a + 1..b],
+        _ => s.trim(),
+    };
+    ["always", "madvise", "never"]
+        .into_iter()
+        .find(|m| *m == word)
+}
+
 /// A guest as `run --kernel` boots it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GuestMachine {
@@ -97,6 +110,9 @@ pub struct GuestMachine {
     /// Memory in use when the workload started, KiB (`boot-used-kb=`).
     /// None: nothing.
     pub boot_used_kb: Option<u64>,
+    /// The guest kernel's transparent huge pages (`thp=`): `always`,
+    /// `madvise` or `never`. None: not given (the simulator takes `never`).
+    pub thp: Option<&'static str>,
 }
 
 impl GuestMachine {
@@ -114,6 +130,7 @@ impl GuestMachine {
             swap_mb_s: None,
             mem_total_kb: None,
             boot_used_kb: None,
+            thp: None,
         }
     }
 
@@ -234,7 +251,13 @@ impl GuestMachine {
                         _ => return bad(format!("boot-used-kb=`{v}` is not a whole number of 4 KiB pages in KiB"), "e.g. guest:1G,memtotal-kb=987392,boot-used-kb=87092 (MemTotal less the free memory when the workload started; a guest record names it)"),
                     }
                 }
-                other => return bad(format!("unknown item `{other}=`"), &format!("items are SIZE, cpus=, disk=, swap=, memory=, cpu-slowdown=, swapout-ns=, swap-lat-us=, swap-mb-s=, memtotal-kb=, boot-used-kb=; write {GUEST_SYNTAX}")),
+                "thp" => {
+                    m.thp = match thp_mode(v) {
+                        Some(t) if !v.contains('[') => Some(t),
+                        _ => return bad(format!("thp=`{v}` is not always, madvise or never"), "e.g. guest:1G,thp=always (the guest's /sys/kernel/mm/transparent_hugepage/enabled; a guest record names it as thp.enabled)"),
+                    }
+                }
+                other => return bad(format!("unknown item `{other}=`"), &format!("items are SIZE, cpus=, disk=, swap=, memory=, cpu-slowdown=, swapout-ns=, swap-lat-us=, swap-mb-s=, memtotal-kb=, boot-used-kb=, thp=; write {GUEST_SYNTAX}")),
             }
         }
         if !swap_given {
@@ -354,6 +377,9 @@ impl GuestMachine {
         if let Some(u) = self.boot_used_kb {
             s.push_str(&format!(",boot-used-kb={u}"));
         }
+        if let Some(t) = self.thp {
+            s.push_str(&format!(",thp={t}"));
+        }
         s
     }
 
@@ -429,6 +455,11 @@ impl GuestMachine {
         if let Some(u) = self.boot_used_kb.filter(|&u| u > 0) {
             t.push_str(&format!("boot_used_kib = {u}\n"));
         }
+        if let Some(thp) = self.thp {
+            t.push_str(&format!(
+                "thp = \"{thp}\"  # the guest kernel's transparent_hugepage/enabled: khugepaged sets min_free_kbytes\n"
+            ));
+        }
         t.push_str("data_device = \"vdb\"\nswap_device = \"vdc\"\n");
         if let Some(c) = self.cgroup {
             t.push_str(&format!(
@@ -491,23 +522,52 @@ pub fn record_machine(dir: &std::path::Path) -> Option<Result<(String, Option<St
         )));
     };
     let mut spec = spec.to_string();
-    if spec.contains("memtotal-kb=") {
-        return Some(Ok((spec, None)));
+    // The guest kernel's THP mode, for a record made before guest runs
+    // wrote `thp=`: its `thp.enabled` (which sets the watermarks).
+    let mut thp_note = None;
+    if !spec.contains(",thp=") {
+        if let Some(t) = record_thp(dir) {
+            spec.push_str(&format!(",thp={t}"));
+            thp_note = Some(format!("thp={t} from the record's thp.enabled"));
+        }
     }
-    Some(match record_boot_memory(dir) {
-        Ok(Some((total, used))) => {
-            spec.push_str(&format!(",memtotal-kb={total},boot-used-kb={used}"));
+    let join = |a: Option<String>, b: Option<String>| match (a, b) {
+        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
+        (a, b) => a.or(b),
+    };
+    if spec.contains("memtotal-kb=") {
+        return Some(Ok((spec, thp_note)));
+    }
+    Some(match record_boot_memory(dir).map(|r| (r, thp_note)) {
+        Ok((r, thp_note)) => match r {
+        Some((total, used)) => {
+            // The boot memory goes before `thp=`, as to_arg() writes them.
+            let (head, thp) = match spec.find(",thp=") {
+                Some(i) => (spec[..i].to_string(), spec[i..].to_string()),
+                None => (spec.clone(), String::new()),
+            };
+            let spec = format!("{head},memtotal-kb={total},boot-used-kb={used}{thp}");
             let note = format!(
                 "the guest's MemTotal {total} KiB (params.host.mem_total_bytes) and {used} KiB in use at its first vmstat sample (MemTotal less nr_free_pages), from the record: memtotal-kb={total},boot-used-kb={used}"
             );
-            Ok((spec, Some(note)))
+            Ok((spec, join(Some(note), thp_note)))
         }
-        Ok(None) => Ok((
+        None => Ok((
             spec,
-            Some("the record gives no MemTotal (params.host.mem_total_bytes) or no vmstat.csv: the guest is simulated with all of its RAM managed and free at boot".to_string()),
+            join(Some("the record gives no MemTotal (params.host.mem_total_bytes) or no vmstat.csv: the guest is simulated with all of its RAM managed and free at boot".to_string()), thp_note),
         )),
+        },
         Err(e) => Err(e),
     })
+}
+
+/// The guest kernel's THP mode from a record's `params.thp.enabled` (the
+/// runner reads `/sys/kernel/mm/transparent_hugepage/enabled`); None if the
+/// record does not say or cannot be read.
+pub fn record_thp(dir: &std::path::Path) -> Option<&'static str> {
+    let t = std::fs::read_to_string(dir.join("run.json")).ok()?;
+    let v: serde_json::Value = serde_json::from_str(&t).ok()?;
+    thp_mode(v["params"]["thp.enabled"].as_str()?)
 }
 
 /// The guest's MemTotal and the memory in use when its workload started,
@@ -685,11 +745,16 @@ mod tests {
         assert_eq!(record_boot_memory(&rec).unwrap(), Some((987_392, 87_092)));
         let (spec, note) = record_machine(&rec).unwrap().unwrap();
         assert!(
-            spec.ends_with(",memtotal-kb=987392,boot-used-kb=87092"),
+            spec.ends_with(",memtotal-kb=987392,boot-used-kb=87092,thp=never"),
             "{spec}"
         );
-        assert!(note.unwrap().contains("from the record"));
+        let note = note.unwrap();
+        assert!(
+            note.contains("from the record") && note.contains("thp=never"),
+            "{note}"
+        );
         let g = ok(&spec);
+        assert_eq!(g.thp, Some("never"));
         assert_eq!(
             (g.mem_total_kb, g.boot_used_kb),
             (Some(987_392), Some(87_092))
@@ -710,10 +775,34 @@ mod tests {
             Some(g.clone()).map(|x| GuestMachine {
                 cpu_slowdown: 1.0,
                 swapout_ns: None,
+                thp: None,
                 ..x
             })
         );
         assert_eq!(ok("guest:1G").with_boot_memory(987_392, 600_000), None);
+    }
+
+    /// The guest kernel's THP mode: parsed, written back, into the machine
+    /// file; from a record with THPs on; refused when misspelt.
+    #[test]
+    fn thp_mode_from_the_string_and_the_record() {
+        let g = ok("guest:1G,thp=always");
+        assert_eq!(g.thp, Some("always"));
+        assert_eq!(g.to_arg(), "guest:1G,cpus=2,disk=16,swap=1G,thp=always");
+        assert!(g.machine_toml().contains("\nthp = \"always\""));
+        assert!(!ok("guest:1G").machine_toml().contains("thp ="));
+        assert_eq!(thp_mode("always [madvise] never\n"), Some("madvise"));
+        let e = err("guest:1G,thp=[always]");
+        assert!(
+            e.contains("thp=`[always]` is not always, madvise or never") && e.contains("fix:"),
+            "{e}"
+        );
+        assert!(err("guest:1G,thp=yes").contains("thp=`yes`"));
+        let rec = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../docs/fidelity/records/guest-6.1-stutterp");
+        assert_eq!(record_thp(&rec), Some("always"));
+        let (spec, _) = record_machine(&rec).unwrap().unwrap();
+        assert!(spec.ends_with(",boot-used-kb=100260,thp=always"), "{spec}");
     }
 
     #[test]

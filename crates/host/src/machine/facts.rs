@@ -81,6 +81,8 @@ pub struct HostFacts {
     pub memcg_version: Option<u32>,
     /// The filesystem type of the directory's mount (`/proc/mounts`).
     pub fstype: Option<String>,
+    /// `/sys/kernel/mm/transparent_hugepage/enabled`'s mode, if readable.
+    pub thp: Option<&'static str>,
 }
 
 /// NUMA nodes of this host (`/sys/devices/system/node/nodeN`), at least 1.
@@ -127,5 +129,8 @@ pub fn gather_facts(dir: &Path) -> Result<HostFacts> {
             crate::cgroup::Version::V2 => 2,
         }),
         fstype: sys::mount_of(&sys::mounts(), dir).map(|m| m.fstype.clone()),
+        thp: sys::read("/sys/kernel/mm/transparent_hugepage/enabled")
+            .ok()
+            .and_then(|t| crate::guest::machine::thp_mode(&t)),
     })
 }

@@ -220,6 +220,7 @@ mod tests {
             }),
             memcg_version: Some(1),
             fstype: Some("ext4".into()),
+            thp: Some("madvise"),
         }
     }
 

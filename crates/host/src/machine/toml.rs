@@ -273,6 +273,12 @@ pub fn machine_toml(
     t.push_str(&format!("nodes = {nodes}\n"));
     t.push_str(&format!("memory_mib = {memory_mib}\n"));
     t.push_str(&format!("swap_mib = {}\n", swap / MIB));
+    if let Some(thp) = facts.thp {
+        t.push_str(&format!(
+            "thp = {}  # /sys/kernel/mm/transparent_hugepage/enabled: with khugepaged running, min_free_kbytes is raised at boot\n",
+            toml_str(thp)
+        ));
+    }
     if let HostMemory::Limit(b) = arg.memory {
         let version = facts.memcg_version.unwrap_or(2);
         t.push_str(&format!(
