@@ -19,6 +19,7 @@
 //! | `cpu-slowdown=F` | every `cost.*` CPU cost multiplied by F | 1 |
 //! | `memtotal-kb=N` | the guest kernel's MemTotal, KiB (`/proc/meminfo`): the RAM less what it reserved at boot | the RAM (nothing reserved) |
 //! | `boot-used-kb=N` | memory in use when the workload started, KiB: MemTotal less the first vmstat sample's `nr_free_pages` | 0 |
+//! | `slab-kb=N` | of that, reclaimable slab, KiB: the first vmstat sample's `nr_slab_reclaimable`; with it the OS's shrinkable objects ([`GUEST_OS_SUPERS`]) | 0: none |
 //!
 //! **The kernel's own memory.** A guest kernel manages less than its RAM
 //! (the memmap, the kernel image and firmware reservations never reach the
@@ -30,7 +31,10 @@
 //! string; for a record made before that, [`record_machine`] derives them
 //! from the record (`params.host.mem_total_bytes` and the first row of
 //! `vmstat.csv`). `boot-used-kb` counts everything not free at that sample,
-//! the OS's page cache and shmem (a few MiB) included.
+//! the OS's page cache and shmem (a few MiB) included. `slab-kb=` says
+//! how much of it is reclaimable slab (the machine file's
+//! `[os_slab] reclaimable_kib`), and brings the guest image's shrinkable
+//! objects with it ([`GUEST_OS_SUPERS`], docs/slab.md).
 //!
 //! **The slow CPU.** The simulator has no clock rate: CPU speed is its
 //! `cost.*` parameters (ns of CPU per page faulted, zeroed, scanned,
@@ -56,6 +60,31 @@ pub const GUEST_SYNTAX: &str = "--machine guest:2G,cpus=2,disk=16,swap=2G,memory
 /// 1,000,000 ns, and its largest default (`cost.wakeup_ns`, 2000 ns) times
 /// this stays inside.
 pub const MAX_SLOWDOWN: f64 = 500.0;
+
+/// What the booted guest's shrinkers see in the root memcg when its
+/// workload starts, as `(fs, seeks, unused dentries, delete_inode,
+/// referenced extents)`: measured once with `mm_shrink_slab_start`'s
+/// `cache items` at the first kswapd pass of Debian 6.1 in this guest
+/// image (docs/slab.md, "The booted OS's slab"): three superblocks with
+/// `seeks = 0` (proc and kernfs: 12, 15 and 6 objects), the tools disk's
+/// ext4 superblock (2) and its extent-status shrinker (32 entries, the
+/// count both kernels show nearly all the run). Which seeks-0 superblock
+/// is proc is not in the trace; proc's inodes are deleted at their last
+/// `iput` (`generic_delete_inode`), so its objects are dentries only.
+pub const GUEST_OS_SUPERS: [(&str, u64, u64, bool, u64); 4] = [
+    ("proc", 0, 12, true, 0),
+    ("sysfs", 0, 15, false, 0),
+    ("cgroup2", 0, 6, false, 0),
+    ("ext4", 2, 2, false, 32),
+];
+
+/// KiB of slab pages [`GUEST_OS_SUPERS`]' dentries and their inodes fill:
+/// the simulator's `dentry` slab holds 21 a page, its `inode_cache` 6
+/// (crates/kernel/src/mm/slab.rs), which checks this again.
+pub fn guest_os_lru_kb() -> u64 {
+    let d: u64 = GUEST_OS_SUPERS.iter().map(|s| s.2).sum();
+    (d.div_ceil(21) + d.div_ceil(6)) * 4
+}
 
 /// Largest `swapout-ns`: `cost.swapout_page_ns`'s maximum.
 pub const MAX_SWAPOUT_NS: u64 = 100_000_000;
@@ -97,6 +126,8 @@ pub struct GuestMachine {
     /// Memory in use when the workload started, KiB (`boot-used-kb=`).
     /// None: nothing.
     pub boot_used_kb: Option<u64>,
+    /// Of that, reclaimable slab, KiB (`slab-kb=`). None: none.
+    pub slab_kb: Option<u64>,
 }
 
 impl GuestMachine {
@@ -114,6 +145,7 @@ impl GuestMachine {
             swap_mb_s: None,
             mem_total_kb: None,
             boot_used_kb: None,
+            slab_kb: None,
         }
     }
 
@@ -234,7 +266,13 @@ impl GuestMachine {
                         _ => return bad(format!("boot-used-kb=`{v}` is not a whole number of 4 KiB pages in KiB"), "e.g. guest:1G,memtotal-kb=987392,boot-used-kb=87092 (MemTotal less the free memory when the workload started; a guest record names it)"),
                     }
                 }
-                other => return bad(format!("unknown item `{other}=`"), &format!("items are SIZE, cpus=, disk=, swap=, memory=, cpu-slowdown=, swapout-ns=, swap-lat-us=, swap-mb-s=, memtotal-kb=, boot-used-kb=; write {GUEST_SYNTAX}")),
+                "slab-kb" => {
+                    m.slab_kb = match v.parse::<u64>() {
+                        Ok(n) if n & 3 == 0 => Some(n),
+                        _ => return bad(format!("slab-kb=`{v}` is not a whole number of 4 KiB pages in KiB"), "e.g. guest:1G,memtotal-kb=987392,boot-used-kb=87092,slab-kb=19876 (nr_slab_reclaimable x 4 of the first vmstat sample; a guest record names it)"),
+                    }
+                }
+                other => return bad(format!("unknown item `{other}=`"), &format!("items are SIZE, cpus=, disk=, swap=, memory=, cpu-slowdown=, swapout-ns=, swap-lat-us=, swap-mb-s=, memtotal-kb=, boot-used-kb=, slab-kb=; write {GUEST_SYNTAX}")),
             }
         }
         if !swap_given {
@@ -304,6 +342,18 @@ impl GuestMachine {
                 ));
             }
         }
+        if let Some(r) = self.slab_kb.filter(|&r| r > 0) {
+            let used = self.boot_used_kb.unwrap_or(0);
+            let min = guest_os_lru_kb();
+            if r > used || r < min {
+                return Err(HostError::with_fix(
+                    format!(
+                        "--machine {whole}: slab-kb={r} is not between the {min} KiB of slab the guest's shrinkable objects fill and boot-used-kb={used}, the memory in use at boot it is part of"
+                    ),
+                    "give nr_slab_reclaimable x 4 of the guest's first vmstat sample, in KiB, with boot-used-kb= (it is part of that memory)",
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -353,6 +403,9 @@ impl GuestMachine {
         }
         if let Some(u) = self.boot_used_kb {
             s.push_str(&format!(",boot-used-kb={u}"));
+        }
+        if let Some(r) = self.slab_kb {
+            s.push_str(&format!(",slab-kb={r}"));
         }
         s
     }
@@ -429,12 +482,34 @@ impl GuestMachine {
         if let Some(u) = self.boot_used_kb.filter(|&u| u > 0) {
             t.push_str(&format!("boot_used_kib = {u}\n"));
         }
+        let os_slab = self.slab_kb.filter(|&r| r > 0).map(|r| {
+            let mut o = format!(
+                "\n# of the memory in use at boot, the guest's nr_slab_reclaimable (slab-kb=), and the\n\
+                 # objects its shrinkers see in the root memcg (measured once in this guest image; docs/slab.md)\n\
+                 [os_slab]\nreclaimable_kib = {r}\n"
+            );
+            for (fs, seeks, d, del, ext) in GUEST_OS_SUPERS {
+                o.push_str(&format!(
+                    "\n[[os_slab.supers]]\nfs = \"{fs}\"\nseeks = {seeks}\nunused_dentries = {d}\n"
+                ));
+                if del {
+                    o.push_str("delete_inode = true\n");
+                }
+                if ext > 0 {
+                    o.push_str(&format!("referenced_extents = {ext}\n"));
+                }
+            }
+            o
+        });
         t.push_str("data_device = \"vdb\"\nswap_device = \"vdc\"\n");
         if let Some(c) = self.cgroup {
             t.push_str(&format!(
                 "\n[workload_cgroup]\nmemory_max_mib = {}\nversion = 2\n",
                 c / MIB
             ));
+        }
+        if let Some(o) = os_slab {
+            t.push_str(&o);
         }
         t.push_str(&format!(
             "\n[[devices]]\nname = \"vdb\"\nlayer = \"blk-mq\"\nwrite_mb_s = {disk:.1}\nread_mb_s = {disk:.1}\n\
@@ -491,15 +566,34 @@ pub fn record_machine(dir: &std::path::Path) -> Option<Result<(String, Option<St
         )));
     };
     let mut spec = spec.to_string();
+    // A record made before guest runs wrote `slab-kb=`: its first vmstat
+    // row's nr_slab_reclaimable, if it fits in the memory in use at boot.
+    let slab_note = |spec: &mut String| -> Option<String> {
+        if spec.contains("slab-kb=") {
+            return None;
+        }
+        let g = GuestMachine::parse(spec)?.ok()?;
+        let with = with_record_slab(g.clone(), dir);
+        let r = with.slab_kb.filter(|_| g.slab_kb.is_none())?;
+        *spec = with.to_arg();
+        Some(format!(
+            "{r} KiB of it reclaimable slab (the first vmstat sample's nr_slab_reclaimable): slab-kb={r}, with the guest's shrinkable objects (docs/slab.md)"
+        ))
+    };
     if spec.contains("memtotal-kb=") {
-        return Some(Ok((spec, None)));
+        let note = slab_note(&mut spec).map(|n| format!("from the record: {n}"));
+        return Some(Ok((spec, note)));
     }
     Some(match record_boot_memory(dir) {
         Ok(Some((total, used))) => {
             spec.push_str(&format!(",memtotal-kb={total},boot-used-kb={used}"));
-            let note = format!(
+            let mut note = format!(
                 "the guest's MemTotal {total} KiB (params.host.mem_total_bytes) and {used} KiB in use at its first vmstat sample (MemTotal less nr_free_pages), from the record: memtotal-kb={total},boot-used-kb={used}"
             );
+            if let Some(n) = slab_note(&mut spec) {
+                note.push_str("; ");
+                note.push_str(&n);
+            }
             Ok((spec, Some(note)))
         }
         Ok(None) => Ok((
@@ -565,6 +659,31 @@ pub fn record_boot_memory(dir: &std::path::Path) -> Result<Option<(u64, u64)>> {
             ),
             fix,
         )),
+    }
+}
+
+/// `m` with `slab-kb=` from record `dir`: `nr_slab_reclaimable` x 4 of
+/// the first row of its `vmstat.csv`, when the record has it and it fits
+/// the machine's `boot-used-kb=` (else `m` unchanged).
+pub fn with_record_slab(m: GuestMachine, dir: &std::path::Path) -> GuestMachine {
+    use std::io::BufRead;
+    let Ok(f) = std::fs::File::open(dir.join("vmstat.csv")) else {
+        return m;
+    };
+    let mut lines = std::io::BufReader::new(f).lines();
+    let mut next = || lines.next().and_then(|l| l.ok()).unwrap_or_default();
+    let (head, row) = (next(), next());
+    let pages = head
+        .split(',')
+        .position(|h| h.trim() == "nr_slab_reclaimable")
+        .and_then(|i| row.split(',').nth(i))
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    match pages {
+        Some(p) if p > 0 && p * 4 <= m.boot_used_kb.unwrap_or(0) => GuestMachine {
+            slab_kb: Some(p * 4),
+            ..m
+        },
+        _ => m,
     }
 }
 
@@ -685,18 +804,25 @@ mod tests {
         assert_eq!(record_boot_memory(&rec).unwrap(), Some((987_392, 87_092)));
         let (spec, note) = record_machine(&rec).unwrap().unwrap();
         assert!(
-            spec.ends_with(",memtotal-kb=987392,boot-used-kb=87092"),
+            spec.ends_with(",memtotal-kb=987392,boot-used-kb=87092,slab-kb=16004"),
             "{spec}"
         );
-        assert!(note.unwrap().contains("from the record"));
+        let note = note.unwrap();
+        assert!(note.contains("from the record") && note.contains("slab-kb=16004"));
         let g = ok(&spec);
         assert_eq!(
-            (g.mem_total_kb, g.boot_used_kb),
-            (Some(987_392), Some(87_092))
+            (g.mem_total_kb, g.boot_used_kb, g.slab_kb),
+            (Some(987_392), Some(87_092), Some(16_004))
         );
+        assert_eq!(ok(&g.to_arg()), g);
         let t = g.machine_toml();
         assert!(
             t.contains("boot_reserved_kib = 61184\nboot_used_kib = 87092\n"),
+            "{t}"
+        );
+        assert!(t.contains("[os_slab]\nreclaimable_kib = 16004\n"), "{t}");
+        assert!(
+            t.contains("fs = \"ext4\"\nseeks = 2\nunused_dentries = 2\nreferenced_extents = 32\n"),
             "{t}"
         );
         // Without the figures: no fields, as before.
@@ -710,6 +836,7 @@ mod tests {
             Some(g.clone()).map(|x| GuestMachine {
                 cpu_slowdown: 1.0,
                 swapout_ns: None,
+                slab_kb: None,
                 ..x
             })
         );
