@@ -917,6 +917,38 @@ mod tests {
         assert!(e.contains("m.toml") && e.contains("line 1"), "{e}");
     }
 
+    /// `[os_slab]`: part of the memory in use at boot, large enough for
+    /// its supers' objects; bad values name the field and the bound.
+    #[test]
+    fn os_slab_is_checked() {
+        let base = "name='x'\ncpus=1\nmemory_mib=100\nboot_used_kib = 8192\n[[devices]]\nname='sda'\nwrite_mb_s=10\nread_mb_s=10\nlatency_us=1\n";
+        let sup = "[[os_slab.supers]]\nfs = 'proc'\nseeks = 0\nunused_dentries = 42\n";
+        let m = Machine::from_toml(
+            &format!("{base}[os_slab]\nreclaimable_kib = 4096\n{sup}"),
+            "m.toml",
+        )
+        .unwrap();
+        // 42 dentries: 2 pages of 21; their inodes: 7 pages of 6.
+        assert_eq!(m.os_slab.lru_slab_pages(), 9);
+        assert_eq!(m.os_slab.supers[0].seeks, 0);
+        for (os, want) in [
+            (
+                "reclaimable_kib = 8196\n",
+                "os_slab.reclaimable_kib = 8196 (accepted: a multiple of 4",
+            ),
+            ("reclaimable_kib = 6\n", "os_slab.reclaimable_kib = 6"),
+            (
+                "reclaimable_kib = 32\n",
+                "take 9 slab pages, more than reclaimable_kib = 32",
+            ),
+        ] {
+            let e = Machine::from_toml(&format!("{base}[os_slab]\n{os}{sup}"), "m.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{os}: {e}");
+        }
+    }
+
     /// A device's `fs` takes the modelled filesystems by name; another is
     /// refused with the line and the accepted names.
     #[test]

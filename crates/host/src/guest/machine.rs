@@ -841,6 +841,10 @@ mod tests {
             })
         );
         assert_eq!(ok("guest:1G").with_boot_memory(987_392, 600_000), None);
+        // slab-kb= from a record only where it fits the memory in use.
+        let small = ok("guest:1G,memtotal-kb=987392,boot-used-kb=8000");
+        assert_eq!(with_record_slab(small.clone(), &rec), small);
+        assert_eq!(guest_os_lru_kb(), 32);
     }
 
     #[test]
