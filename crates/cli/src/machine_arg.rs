@@ -406,12 +406,17 @@ mod tests {
         let m = &r.machine;
         assert!(
             m.name
-                .ends_with(",memtotal-kb=987392,boot-used-kb=87092,thp=never"),
+                .ends_with(",memtotal-kb=987392,boot-used-kb=87092,slab-kb=16004,thp=never"),
             "{}",
             m.name
         );
         assert_eq!((m.memory_mib, m.managed_pages()), (1024, 246_848));
         assert_eq!(m.boot_used_pages(), 21_773);
+        // Its first row's nr_slab_reclaimable (4,001 pages) and the guest
+        // image's shrinkable objects.
+        assert_eq!(m.os_slab.reclaimable_kib, 16_004);
+        assert_eq!(m.os_slab.supers.len(), 4);
+        assert_eq!(m.os_slab.supers[3].referenced_extents, 32);
         assert_eq!(m.mem_total_bytes(), 1_011_089_408);
         // The string resolves to the same machine.
         let again = resolve(&m.name).unwrap().machine;
@@ -445,6 +450,15 @@ mod tests {
                 "boot-used-kb=600000 is more than half",
             ),
             ("guest:1G,boot-used-kb=x", "boot-used-kb=`x`"),
+            ("guest:1G,slab-kb=2", "slab-kb=`2`"),
+            (
+                "guest:1G,memtotal-kb=987392,boot-used-kb=8000,slab-kb=16004",
+                "slab-kb=16004 is not between the 32 KiB",
+            ),
+            (
+                "guest:1G,memtotal-kb=987392,boot-used-kb=87092,slab-kb=20",
+                "slab-kb=20 is not between the 32 KiB of slab",
+            ),
         ] {
             let e = format!("{:#}", resolve(arg).err().unwrap());
             assert!(e.contains(want) && e.contains("fix:"), "{arg}: {e}");

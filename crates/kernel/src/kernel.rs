@@ -295,6 +295,7 @@ impl Kernel {
         }
         .with_cpus()
         .with_dirty_limit()
+        .with_os_slab()
     }
 
     fn with_cpus(mut self) -> Self {

@@ -227,6 +227,11 @@ pub struct Machine {
     /// less `nr_free_pages`. Default 0: every managed page is free at boot.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub boot_used_kib: u64,
+    /// The booted OS's reclaimable slab, part of [`Machine::boot_used_kib`],
+    /// and the objects of it the shrinkers see (`[os_slab]`; docs/slab.md).
+    /// Default: none (all of `boot_used_kib` unreclaimable kernel memory).
+    #[serde(default, skip_serializing_if = "OsSlab::is_empty")]
+    pub os_slab: OsSlab,
     /// Swap size, MiB (0: no swap).
     #[serde(default)]
     pub swap_mib: u64,
@@ -297,6 +302,72 @@ impl ThpEnabled {
     pub fn khugepaged(self) -> bool {
         self != ThpEnabled::Never
     }
+}
+
+/// `[os_slab]` of a machine: what of the memory in use at boot is
+/// reclaimable slab, and which of it the booted OS's shrinkers see.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OsSlab {
+    /// `nr_slab_reclaimable` when the workload starts, KiB (a multiple of
+    /// 4, at most `boot_used_kib`): shown in `nr_slab_reclaimable`
+    /// instead of `nr_slab_unreclaimable`. Most of it is pinned (dentries
+    /// and inodes in use, xarray nodes, buffer heads): only the objects
+    /// in `supers` are on a shrinker's LRU, and their slab pages are part
+    /// of this figure.
+    #[serde(default)]
+    pub reclaimable_kib: u64,
+    /// The OS's mounted filesystems whose shrinkers see objects at boot,
+    /// in registration (mount) order.
+    #[serde(default)]
+    pub supers: Vec<OsSuper>,
+}
+
+impl OsSlab {
+    /// Nothing given.
+    pub fn is_empty(&self) -> bool {
+        self.reclaimable_kib == 0 && self.supers.is_empty()
+    }
+
+    /// Slab pages the supers' unused dentries and their inodes fill
+    /// (`dentry` and `inode_cache` slabs, packed).
+    pub fn lru_slab_pages(&self) -> u64 {
+        use crate::mm::slab::{objs_per_slab, Cache};
+        let d: u64 = self.supers.iter().map(|s| s.unused_dentries).sum();
+        d.div_ceil(objs_per_slab(Cache::Dentry)) + d.div_ceil(objs_per_slab(Cache::Inode))
+    }
+}
+
+/// One mounted filesystem of the booted OS, as its shrinkers see it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OsSuper {
+    /// Its type, for the trace (`proc`, `sysfs`, `ext4`, …).
+    pub fs: String,
+    /// `s_shrink.seeks`: 2 (`DEFAULT_SEEKS`, `alloc_super`), 0 for proc
+    /// and kernfs (sysfs, cgroup2), which set it to 0 [5.10 and 6.1
+    /// fs/proc/root.c `proc_fill_super`, fs/kernfs/mount.c
+    /// `kernfs_fill_super`]: `do_shrink_slab` then asks for half the cache
+    /// at every priority.
+    #[serde(default = "default_seeks")]
+    pub seeks: u64,
+    /// Unused dentries on `s_dentry_lru` at boot, each holding its inode.
+    #[serde(default)]
+    pub unused_dentries: u64,
+    /// The fs deletes an inode at its last `iput` (`drop_inode` =
+    /// `generic_delete_inode`: proc) instead of keeping it on
+    /// `s_inode_lru`.
+    #[serde(default)]
+    pub delete_inode: bool,
+    /// ext4 only: extent-status entries its `s_es_shrinker` counts that
+    /// stay referenced (the running binaries' extents, looked up again at
+    /// every page-cache miss), so `ext4_es_scan` scans and frees none.
+    #[serde(default)]
+    pub referenced_extents: u64,
+}
+
+fn default_seeks() -> u64 {
+    2
 }
 
 /// `[workload_cgroup]` of a machine.
@@ -430,6 +501,7 @@ pub fn builtin_machines() -> Vec<Machine> {
             thp: None,
             boot_reserved_kib: 0,
             boot_used_kib: 0,
+            os_slab: OsSlab::default(),
         },
         // One sixteenth of testbox-2021: its CPUs, memory and storage
         // bandwidth (write 150 MB/s, read 530 MB/s) divided by 16,
@@ -462,6 +534,7 @@ pub fn builtin_machines() -> Vec<Machine> {
             thp: None,
             boot_reserved_kib: 0,
             boot_used_kib: 0,
+            os_slab: OsSlab::default(),
         },
         // Andrey Ryabinin's 2018 reproducer (seed 003): a system disk and a
         // slow second disk, both on the single-queue request layer as SCSI
@@ -491,6 +564,7 @@ pub fn builtin_machines() -> Vec<Machine> {
             thp: None,
             boot_reserved_kib: 0,
             boot_used_kib: 0,
+            os_slab: OsSlab::default(),
         },
         // Seed 001 (2010): Mel Gorman's example in the congestion_wait
         // thread, a fast SSD and a slow USB flash drive in one machine,
@@ -522,6 +596,7 @@ pub fn builtin_machines() -> Vec<Machine> {
             thp: None,
             boot_reserved_kib: 0,
             boot_used_kib: 0,
+            os_slab: OsSlab::default(),
         },
         Machine {
             name: "laptop".into(),
@@ -537,6 +612,7 @@ pub fn builtin_machines() -> Vec<Machine> {
             thp: None,
             boot_reserved_kib: 0,
             boot_used_kib: 0,
+            os_slab: OsSlab::default(),
         },
         Machine {
             name: "testbox-2021".into(),
@@ -576,6 +652,7 @@ pub fn builtin_machines() -> Vec<Machine> {
             thp: None,
             boot_reserved_kib: 0,
             boot_used_kib: 0,
+            os_slab: OsSlab::default(),
         },
     ]
 }
@@ -683,6 +760,35 @@ impl Machine {
             return bad(format!(
                 "boot_used_kib = {} (accepted: a multiple of 4, whole 4 KiB pages, from 0 to {max_used}: MemTotal in KiB less 16 MiB per node left free)",
                 self.boot_used_kib
+            ));
+        }
+        if self.os_slab.reclaimable_kib & 3 != 0
+            || self.os_slab.reclaimable_kib > self.boot_used_kib
+        {
+            return bad(format!(
+                "os_slab.reclaimable_kib = {} (accepted: a multiple of 4, whole 4 KiB pages, from 0 to boot_used_kib = {}: it is part of the memory in use at boot)",
+                self.os_slab.reclaimable_kib, self.boot_used_kib
+            ));
+        }
+        for (i, s) in self.os_slab.supers.iter().enumerate() {
+            if s.fs.is_empty()
+                || s.seeks > 64
+                || s.unused_dentries > 1 << 24
+                || s.referenced_extents > 1 << 24
+            {
+                return bad(format!(
+                    "os_slab.supers[{i}] (fs = {:?}, seeks = {}, unused_dentries = {}, referenced_extents = {}) (accepted: a non-empty fs name, seeks 0..=64, counts up to 16777216)",
+                    s.fs, s.seeks, s.unused_dentries, s.referenced_extents
+                ));
+            }
+        }
+        let os_pages = self.os_slab.lru_slab_pages();
+        if os_pages * 4 > self.os_slab.reclaimable_kib {
+            return bad(format!(
+                "os_slab: the supers' {} unused dentries and their inodes take {os_pages} slab pages, more than reclaimable_kib = {} (accepted: reclaimable_kib of at least {} KiB, since they are part of it)",
+                self.os_slab.supers.iter().map(|s| s.unused_dentries).sum::<u64>(),
+                self.os_slab.reclaimable_kib,
+                os_pages * 4
             ));
         }
         if self.devices.is_empty() {
@@ -883,6 +989,38 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("m.toml") && e.contains("line 1"), "{e}");
+    }
+
+    /// `[os_slab]`: part of the memory in use at boot, large enough for
+    /// its supers' objects; bad values name the field and the bound.
+    #[test]
+    fn os_slab_is_checked() {
+        let base = "name='x'\ncpus=1\nmemory_mib=100\nboot_used_kib = 8192\n[[devices]]\nname='sda'\nwrite_mb_s=10\nread_mb_s=10\nlatency_us=1\n";
+        let sup = "[[os_slab.supers]]\nfs = 'proc'\nseeks = 0\nunused_dentries = 42\n";
+        let m = Machine::from_toml(
+            &format!("{base}[os_slab]\nreclaimable_kib = 4096\n{sup}"),
+            "m.toml",
+        )
+        .unwrap();
+        // 42 dentries: 2 pages of 21; their inodes: 7 pages of 6.
+        assert_eq!(m.os_slab.lru_slab_pages(), 9);
+        assert_eq!(m.os_slab.supers[0].seeks, 0);
+        for (os, want) in [
+            (
+                "reclaimable_kib = 8196\n",
+                "os_slab.reclaimable_kib = 8196 (accepted: a multiple of 4",
+            ),
+            ("reclaimable_kib = 6\n", "os_slab.reclaimable_kib = 6"),
+            (
+                "reclaimable_kib = 32\n",
+                "take 9 slab pages, more than reclaimable_kib = 32",
+            ),
+        ] {
+            let e = Machine::from_toml(&format!("{base}[os_slab]\n{os}{sup}"), "m.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{os}: {e}");
+        }
     }
 
     /// A device's `fs` takes the modelled filesystems by name; another is

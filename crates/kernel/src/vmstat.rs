@@ -144,11 +144,13 @@ impl Kernel {
             lru(Lru::InactiveFile),
             lru(Lru::ActiveFile),
             lru(Lru::Unevictable),
-            self.slab_pages(true),
-            // The memory in use since boot (the machine's
+            // The booted OS's pinned reclaimable slab (`os_slab`, fs/os.rs)
+            // is held in the memory in use since boot.
+            self.slab_pages(true) + self.slab.boot_pinned,
+            // The rest of the memory in use since boot (the machine's
             // `boot_used_kib`) is unreclaimable kernel memory; of the
             // gauges here it is reported with the unreclaimable slab.
-            self.slab_pages(false) + self.boot_used_pages(),
+            self.slab_pages(false) + self.boot_used_pages() - self.slab.boot_pinned,
             sum(NodeStat::NrIsolatedAnon),
             sum(NodeStat::NrIsolatedFile),
             sum(NodeStat::NrAnonPages),

@@ -508,6 +508,7 @@ pub(super) fn guest_machine(opts: &GuestOptions, facts: &results::Facts) -> Gues
         // Set from the workload's record once it is back (with_boot_memory).
         mem_total_kb: None,
         boot_used_kb: None,
+        slab_kb: None,
         // Likewise: the guest kernel's own thp.enabled (with_boot_memory).
         thp: None,
     }
@@ -527,7 +528,7 @@ pub(super) fn with_boot_memory(m: GuestMachine, rec: &Path) -> (GuestMachine, Op
     };
     match super::machine::record_boot_memory(rec) {
         Ok(Some((total, used))) => match m.with_boot_memory(total, used) {
-            Some(g) => (g, None),
+            Some(g) => (super::machine::with_record_slab(g, rec), None),
             None => (
                 m,
                 Some(format!("guest memory: MemTotal {total} KiB with {used} KiB in use at the first vmstat sample is out of range; the machine string leaves them out (sim: all RAM managed and free)")),

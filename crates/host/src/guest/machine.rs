@@ -19,6 +19,7 @@
 //! | `cpu-slowdown=F` | every `cost.*` CPU cost multiplied by F | 1 |
 //! | `memtotal-kb=N` | the guest kernel's MemTotal, KiB (`/proc/meminfo`): the RAM less what it reserved at boot | the RAM (nothing reserved) |
 //! | `boot-used-kb=N` | memory in use when the workload started, KiB: MemTotal less the first vmstat sample's `nr_free_pages` | 0 |
+//! | `slab-kb=N` | of that, reclaimable slab, KiB: the first vmstat sample's `nr_slab_reclaimable`; with it the OS's shrinkable objects ([`GUEST_OS_SUPERS`]) | 0: none |
 //! | `thp=always\|madvise\|never` | the guest kernel's transparent huge pages (`thp.enabled` of its record): with `always` or `madvise` khugepaged raises `min_free_kbytes` at boot, and the watermarks with it (the simulator's pages stay order 0) | `never` |
 //!
 //! **The kernel's own memory.** A guest kernel manages less than its RAM
@@ -31,7 +32,10 @@
 //! string; for a record made before that, [`record_machine`] derives them
 //! from the record (`params.host.mem_total_bytes` and the first row of
 //! `vmstat.csv`). `boot-used-kb` counts everything not free at that sample,
-//! the OS's page cache and shmem (a few MiB) included.
+//! the OS's page cache and shmem (a few MiB) included. `slab-kb=` says
+//! how much of it is reclaimable slab (the machine file's
+//! `[os_slab] reclaimable_kib`), and brings the guest image's shrinkable
+//! objects with it ([`GUEST_OS_SUPERS`], docs/slab.md).
 //!
 //! **The slow CPU.** The simulator has no clock rate: CPU speed is its
 //! `cost.*` parameters (ns of CPU per page faulted, zeroed, scanned,
@@ -57,6 +61,31 @@ pub const GUEST_SYNTAX: &str = "--machine guest:2G,cpus=2,disk=16,swap=2G,memory
 /// 1,000,000 ns, and its largest default (`cost.wakeup_ns`, 2000 ns) times
 /// this stays inside.
 pub const MAX_SLOWDOWN: f64 = 500.0;
+
+/// What the booted guest's shrinkers see in the root memcg when its
+/// workload starts, as `(fs, seeks, unused dentries, delete_inode,
+/// referenced extents)`: measured once with `mm_shrink_slab_start`'s
+/// `cache items` at the first kswapd pass of Debian 6.1 in this guest
+/// image (docs/slab.md, "The booted OS's slab"): three superblocks with
+/// `seeks = 0` (proc and kernfs: 12, 15 and 6 objects), the tools disk's
+/// ext4 superblock (2) and its extent-status shrinker (32 entries, the
+/// count both kernels show nearly all the run). Which seeks-0 superblock
+/// is proc is not in the trace; proc's inodes are deleted at their last
+/// `iput` (`generic_delete_inode`), so its objects are dentries only.
+pub const GUEST_OS_SUPERS: [(&str, u64, u64, bool, u64); 4] = [
+    ("proc", 0, 12, true, 0),
+    ("sysfs", 0, 15, false, 0),
+    ("cgroup2", 0, 6, false, 0),
+    ("ext4", 2, 2, false, 32),
+];
+
+/// KiB of slab pages [`GUEST_OS_SUPERS`]' dentries and their inodes fill:
+/// the simulator's `dentry` slab holds 21 a page, its `inode_cache` 6
+/// (crates/kernel/src/mm/slab.rs), which checks this again.
+pub fn guest_os_lru_kb() -> u64 {
+    let d: u64 = GUEST_OS_SUPERS.iter().map(|s| s.2).sum();
+    (d.div_ceil(21) + d.div_ceil(6)) * 4
+}
 
 /// Largest `swapout-ns`: `cost.swapout_page_ns`'s maximum.
 pub const MAX_SWAPOUT_NS: u64 = 100_000_000;
@@ -110,6 +139,8 @@ pub struct GuestMachine {
     /// Memory in use when the workload started, KiB (`boot-used-kb=`).
     /// None: nothing.
     pub boot_used_kb: Option<u64>,
+    /// Of that, reclaimable slab, KiB (`slab-kb=`). None: none.
+    pub slab_kb: Option<u64>,
     /// The guest kernel's transparent huge pages (`thp=`): `always`,
     /// `madvise` or `never`. None: not given (the simulator takes `never`).
     pub thp: Option<&'static str>,
@@ -130,6 +161,7 @@ impl GuestMachine {
             swap_mb_s: None,
             mem_total_kb: None,
             boot_used_kb: None,
+            slab_kb: None,
             thp: None,
         }
     }
@@ -251,13 +283,19 @@ impl GuestMachine {
                         _ => return bad(format!("boot-used-kb=`{v}` is not a whole number of 4 KiB pages in KiB"), "e.g. guest:1G,memtotal-kb=987392,boot-used-kb=87092 (MemTotal less the free memory when the workload started; a guest record names it)"),
                     }
                 }
+                "slab-kb" => {
+                    m.slab_kb = match v.parse::<u64>() {
+                        Ok(n) if n & 3 == 0 => Some(n),
+                        _ => return bad(format!("slab-kb=`{v}` is not a whole number of 4 KiB pages in KiB"), "e.g. guest:1G,memtotal-kb=987392,boot-used-kb=87092,slab-kb=19876 (nr_slab_reclaimable x 4 of the first vmstat sample; a guest record names it)"),
+                    }
+                }
                 "thp" => {
                     m.thp = match thp_mode(v) {
                         Some(t) if !v.contains('[') => Some(t),
                         _ => return bad(format!("thp=`{v}` is not always, madvise or never"), "e.g. guest:1G,thp=always (the guest's /sys/kernel/mm/transparent_hugepage/enabled; a guest record names it as thp.enabled)"),
                     }
                 }
-                other => return bad(format!("unknown item `{other}=`"), &format!("items are SIZE, cpus=, disk=, swap=, memory=, cpu-slowdown=, swapout-ns=, swap-lat-us=, swap-mb-s=, memtotal-kb=, boot-used-kb=, thp=; write {GUEST_SYNTAX}")),
+                other => return bad(format!("unknown item `{other}=`"), &format!("items are SIZE, cpus=, disk=, swap=, memory=, cpu-slowdown=, swapout-ns=, swap-lat-us=, swap-mb-s=, memtotal-kb=, boot-used-kb=, slab-kb=, thp=; write {GUEST_SYNTAX}")),
             }
         }
         if !swap_given {
@@ -327,6 +365,18 @@ impl GuestMachine {
                 ));
             }
         }
+        if let Some(r) = self.slab_kb.filter(|&r| r > 0) {
+            let used = self.boot_used_kb.unwrap_or(0);
+            let min = guest_os_lru_kb();
+            if r > used || r < min {
+                return Err(HostError::with_fix(
+                    format!(
+                        "--machine {whole}: slab-kb={r} is not between the {min} KiB of slab the guest's shrinkable objects fill and boot-used-kb={used}, the memory in use at boot it is part of"
+                    ),
+                    "give nr_slab_reclaimable x 4 of the guest's first vmstat sample, in KiB, with boot-used-kb= (it is part of that memory)",
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -376,6 +426,9 @@ impl GuestMachine {
         }
         if let Some(u) = self.boot_used_kb {
             s.push_str(&format!(",boot-used-kb={u}"));
+        }
+        if let Some(r) = self.slab_kb {
+            s.push_str(&format!(",slab-kb={r}"));
         }
         if let Some(t) = self.thp {
             s.push_str(&format!(",thp={t}"));
@@ -455,6 +508,25 @@ impl GuestMachine {
         if let Some(u) = self.boot_used_kb.filter(|&u| u > 0) {
             t.push_str(&format!("boot_used_kib = {u}\n"));
         }
+        let os_slab = self.slab_kb.filter(|&r| r > 0).map(|r| {
+            let mut o = format!(
+                "\n# of the memory in use at boot, the guest's nr_slab_reclaimable (slab-kb=), and the\n\
+                 # objects its shrinkers see in the root memcg (measured once in this guest image; docs/slab.md)\n\
+                 [os_slab]\nreclaimable_kib = {r}\n"
+            );
+            for (fs, seeks, d, del, ext) in GUEST_OS_SUPERS {
+                o.push_str(&format!(
+                    "\n[[os_slab.supers]]\nfs = \"{fs}\"\nseeks = {seeks}\nunused_dentries = {d}\n"
+                ));
+                if del {
+                    o.push_str("delete_inode = true\n");
+                }
+                if ext > 0 {
+                    o.push_str(&format!("referenced_extents = {ext}\n"));
+                }
+            }
+            o
+        });
         if let Some(thp) = self.thp {
             t.push_str(&format!(
                 "thp = \"{thp}\"  # the guest kernel's transparent_hugepage/enabled: khugepaged sets min_free_kbytes\n"
@@ -466,6 +538,9 @@ impl GuestMachine {
                 "\n[workload_cgroup]\nmemory_max_mib = {}\nversion = 2\n",
                 c / MIB
             ));
+        }
+        if let Some(o) = os_slab {
+            t.push_str(&o);
         }
         t.push_str(&format!(
             "\n[[devices]]\nname = \"vdb\"\nlayer = \"blk-mq\"\nwrite_mb_s = {disk:.1}\nread_mb_s = {disk:.1}\n\
@@ -522,43 +597,46 @@ pub fn record_machine(dir: &std::path::Path) -> Option<Result<(String, Option<St
         )));
     };
     let mut spec = spec.to_string();
-    // The guest kernel's THP mode, for a record made before guest runs
-    // wrote `thp=`: its `thp.enabled` (which sets the watermarks).
-    let mut thp_note = None;
-    if !spec.contains(",thp=") {
-        if let Some(t) = record_thp(dir) {
-            spec.push_str(&format!(",thp={t}"));
-            thp_note = Some(format!("thp={t} from the record's thp.enabled"));
+    let mut notes: Vec<String> = Vec::new();
+    // A record made before guest runs wrote `memtotal-kb=` and
+    // `boot-used-kb=`: the record's MemTotal and first vmstat sample.
+    if !spec.contains("memtotal-kb=") {
+        match record_boot_memory(dir) {
+            Ok(Some((total, used))) => {
+                spec.push_str(&format!(",memtotal-kb={total},boot-used-kb={used}"));
+                notes.push(format!(
+                    "the guest's MemTotal {total} KiB (params.host.mem_total_bytes) and {used} KiB in use at its first vmstat sample (MemTotal less nr_free_pages), from the record: memtotal-kb={total},boot-used-kb={used}"
+                ));
+            }
+            Ok(None) => notes.push("the record gives no MemTotal (params.host.mem_total_bytes) or no vmstat.csv: the guest is simulated with all of its RAM managed and free at boot".to_string()),
+            Err(e) => return Some(Err(e)),
         }
     }
-    let join = |a: Option<String>, b: Option<String>| match (a, b) {
-        (Some(a), Some(b)) => Some(format!("{a}; {b}")),
-        (a, b) => a.or(b),
-    };
-    if spec.contains("memtotal-kb=") {
-        return Some(Ok((spec, thp_note)));
-    }
-    Some(match record_boot_memory(dir).map(|r| (r, thp_note)) {
-        Ok((r, thp_note)) => match r {
-        Some((total, used)) => {
-            // The boot memory goes before `thp=`, as to_arg() writes them.
-            let (head, thp) = match spec.find(",thp=") {
-                Some(i) => (spec[..i].to_string(), spec[i..].to_string()),
-                None => (spec.clone(), String::new()),
-            };
-            let spec = format!("{head},memtotal-kb={total},boot-used-kb={used}{thp}");
-            let note = format!(
-                "the guest's MemTotal {total} KiB (params.host.mem_total_bytes) and {used} KiB in use at its first vmstat sample (MemTotal less nr_free_pages), from the record: memtotal-kb={total},boot-used-kb={used}"
-            );
-            Ok((spec, join(Some(note), thp_note)))
+    // Nor `slab-kb=`: its first vmstat row's nr_slab_reclaimable, if it
+    // fits in the memory in use at boot; nor `thp=`: its `thp.enabled`
+    // (which sets the watermarks). Both rewrite the string canonically.
+    if let Some(Ok(g)) = GuestMachine::parse(&spec) {
+        let mut with = g.clone();
+        if g.slab_kb.is_none() {
+            with = with_record_slab(with, dir);
+            if let Some(r) = with.slab_kb {
+                notes.push(format!(
+                    "{r} KiB of it reclaimable slab (the first vmstat sample's nr_slab_reclaimable): slab-kb={r}, with the guest's shrinkable objects (docs/slab.md)"
+                ));
+            }
         }
-        None => Ok((
-            spec,
-            join(Some("the record gives no MemTotal (params.host.mem_total_bytes) or no vmstat.csv: the guest is simulated with all of its RAM managed and free at boot".to_string()), thp_note),
-        )),
-        },
-        Err(e) => Err(e),
-    })
+        if g.thp.is_none() {
+            with.thp = record_thp(dir);
+            if let Some(t) = with.thp {
+                notes.push(format!("thp={t} from the record's thp.enabled"));
+            }
+        }
+        if with != g {
+            spec = with.to_arg();
+        }
+    }
+    let note = (!notes.is_empty()).then(|| notes.join("; "));
+    Some(Ok((spec, note)))
 }
 
 /// The guest kernel's THP mode from a record's `params.thp.enabled` (the
@@ -625,6 +703,31 @@ pub fn record_boot_memory(dir: &std::path::Path) -> Result<Option<(u64, u64)>> {
             ),
             fix,
         )),
+    }
+}
+
+/// `m` with `slab-kb=` from record `dir`: `nr_slab_reclaimable` x 4 of
+/// the first row of its `vmstat.csv`, when the record has it and it fits
+/// the machine's `boot-used-kb=` (else `m` unchanged).
+pub fn with_record_slab(m: GuestMachine, dir: &std::path::Path) -> GuestMachine {
+    use std::io::BufRead;
+    let Ok(f) = std::fs::File::open(dir.join("vmstat.csv")) else {
+        return m;
+    };
+    let mut lines = std::io::BufReader::new(f).lines();
+    let mut next = || lines.next().and_then(|l| l.ok()).unwrap_or_default();
+    let (head, row) = (next(), next());
+    let pages = head
+        .split(',')
+        .position(|h| h.trim() == "nr_slab_reclaimable")
+        .and_then(|i| row.split(',').nth(i))
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    match pages {
+        Some(p) if p > 0 && p * 4 <= m.boot_used_kb.unwrap_or(0) => GuestMachine {
+            slab_kb: Some(p * 4),
+            ..m
+        },
+        _ => m,
     }
 }
 
@@ -745,23 +848,31 @@ mod tests {
         assert_eq!(record_boot_memory(&rec).unwrap(), Some((987_392, 87_092)));
         let (spec, note) = record_machine(&rec).unwrap().unwrap();
         assert!(
-            spec.ends_with(",memtotal-kb=987392,boot-used-kb=87092,thp=never"),
+            spec.ends_with(",memtotal-kb=987392,boot-used-kb=87092,slab-kb=16004,thp=never"),
             "{spec}"
         );
         let note = note.unwrap();
         assert!(
-            note.contains("from the record") && note.contains("thp=never"),
+            note.contains("from the record")
+                && note.contains("slab-kb=16004")
+                && note.contains("thp=never"),
             "{note}"
         );
         let g = ok(&spec);
         assert_eq!(g.thp, Some("never"));
         assert_eq!(
-            (g.mem_total_kb, g.boot_used_kb),
-            (Some(987_392), Some(87_092))
+            (g.mem_total_kb, g.boot_used_kb, g.slab_kb),
+            (Some(987_392), Some(87_092), Some(16_004))
         );
+        assert_eq!(ok(&g.to_arg()), g);
         let t = g.machine_toml();
         assert!(
             t.contains("boot_reserved_kib = 61184\nboot_used_kib = 87092\n"),
+            "{t}"
+        );
+        assert!(t.contains("[os_slab]\nreclaimable_kib = 16004\n"), "{t}");
+        assert!(
+            t.contains("fs = \"ext4\"\nseeks = 2\nunused_dentries = 2\nreferenced_extents = 32\n"),
             "{t}"
         );
         // Without the figures: no fields, as before.
@@ -775,11 +886,16 @@ mod tests {
             Some(g.clone()).map(|x| GuestMachine {
                 cpu_slowdown: 1.0,
                 swapout_ns: None,
+                slab_kb: None,
                 thp: None,
                 ..x
             })
         );
         assert_eq!(ok("guest:1G").with_boot_memory(987_392, 600_000), None);
+        // slab-kb= from a record only where it fits the memory in use.
+        let small = ok("guest:1G,memtotal-kb=987392,boot-used-kb=8000");
+        assert_eq!(with_record_slab(small.clone(), &rec), small);
+        assert_eq!(guest_os_lru_kb(), 32);
     }
 
     /// The guest kernel's THP mode: parsed, written back, into the machine
@@ -802,7 +918,10 @@ mod tests {
             .join("../../docs/fidelity/records/guest-6.1-stutterp");
         assert_eq!(record_thp(&rec), Some("always"));
         let (spec, _) = record_machine(&rec).unwrap().unwrap();
-        assert!(spec.ends_with(",boot-used-kb=100260,thp=always"), "{spec}");
+        assert!(
+            spec.contains(",boot-used-kb=100260,") && spec.ends_with(",thp=always"),
+            "{spec}"
+        );
     }
 
     #[test]

@@ -563,8 +563,9 @@ mod tests {
         assert!(!m.to_arg().contains("cpu-slowdown"));
     }
 
-    /// A boot's machine string takes MemTotal and the memory in use at the
-    /// first vmstat sample from the workload's record (here a committed
+    /// A boot's machine string takes MemTotal, the memory in use at the
+    /// first vmstat sample, the reclaimable slab of it (`slab-kb=`) and THPs (`thp=`)
+    /// from the workload's record (here a committed
     /// guest record); a directory without a record leaves them out.
     #[test]
     fn a_boot_names_the_kernels_own_memory() {
@@ -577,7 +578,7 @@ mod tests {
         assert_eq!(note, None);
         assert_eq!(
             g.to_arg(),
-            "guest:1G,cpus=2,disk=16,swap=1G,memtotal-kb=987392,boot-used-kb=87092"
+            "guest:1G,cpus=2,disk=16,swap=1G,memtotal-kb=987392,boot-used-kb=87092,slab-kb=16004,thp=never"
         );
         assert_eq!(
             boot::with_boot_memory(m.clone(), Path::new("/nonexistent")),

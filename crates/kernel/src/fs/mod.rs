@@ -13,6 +13,7 @@
 //! `docs/slab.md` for what is simplified.
 
 pub mod ioend;
+pub mod os;
 pub mod super_block;
 pub mod xfs_buf;
 pub mod xfs_icache;
@@ -61,7 +62,7 @@ pub const CLUSTER_PAGES: usize = 4;
 /// superblock): registers its shrinkers and starts `xfsaild`, the CIL
 /// push work, the log worker and the background inode reclaim worker.
 pub fn mount(w: &Rc<World>, dev: usize) -> usize {
-    if let Some(i) = w.k().supers.iter().position(|s| s.dev == dev) {
+    if let Some(i) = w.k().supers.iter().position(|s| s.is_xfs() && s.dev == dev) {
         return i;
     }
     let sb = {

@@ -9,6 +9,13 @@
 //! are empty, so `inode_lru_isolate` never invalidates page cache and
 //! `pginodesteal`/`kswapd_inodesteal` stay 0 (the counters exist);
 //! `trylock_super` never fails.
+//!
+//! Two kinds of superblock: the workload's XFS mount (its inodes are
+//! `xfs_inode`s that eviction tags for XFS's own reclaim), and the booted
+//! OS's filesystems (`[os_slab]` of the machine, made by
+//! [`crate::fs::os`]): proc, sysfs, the tools disk's ext4, whose evicted
+//! inodes are freed at once (`evict` → `destroy_inode`) and which have no
+//! cached objects of their own (`nr_cached_objects` is XFS's only).
 
 use std::collections::VecDeque;
 
@@ -42,8 +49,19 @@ pub struct SuperBlock {
     pub dentry_lru: VecDeque<u32>,
     /// `s_inode_lru`: unused inodes (no dentry), oldest first.
     pub inode_lru: VecDeque<u32>,
-    /// The XFS side.
+    /// The XFS side (empty for the OS's filesystems).
     pub xfs: XfsMount,
+    /// Filesystem type (`s_type->name`).
+    pub fs: &'static str,
+    /// For the OS's filesystems: each inode's slab object (`None`:
+    /// freed); XFS keeps its inodes in [`XfsMount`].
+    pub inode_objs: Vec<Option<Obj>>,
+    /// The last `iput` deletes the inode (`generic_delete_inode`) rather
+    /// than putting it on `s_inode_lru`.
+    pub delete_inode: bool,
+    /// ext4: extent-status entries that stay referenced (see
+    /// `OsSuper::referenced_extents`); its `s_es_shrinker`, if any.
+    pub referenced_extents: u64,
 }
 
 impl SuperBlock {
@@ -57,7 +75,33 @@ impl SuperBlock {
             dentry_lru: VecDeque::new(),
             inode_lru: VecDeque::new(),
             xfs: XfsMount::new(agcount, log_bytes),
+            fs: "xfs",
+            inode_objs: Vec::new(),
+            delete_inode: false,
+            referenced_extents: 0,
         }
+    }
+
+    /// One of the booted OS's filesystems (no device of the machine's).
+    pub fn os(fs: &'static str, shrinker: usize, delete_inode: bool) -> SuperBlock {
+        SuperBlock {
+            dev: usize::MAX,
+            shrinker,
+            dentries: Vec::new(),
+            free_dentries: Vec::new(),
+            dentry_lru: VecDeque::new(),
+            inode_lru: VecDeque::new(),
+            xfs: XfsMount::default(),
+            fs,
+            inode_objs: Vec::new(),
+            delete_inode,
+            referenced_extents: 0,
+        }
+    }
+
+    /// Whether this is the workload's XFS mount.
+    pub fn is_xfs(&self) -> bool {
+        self.fs == "xfs"
     }
 }
 
@@ -112,7 +156,16 @@ impl Kernel {
                 .take()
                 .expect("an LRU dentry is live");
             s.free_dentries.push(i);
-            s.inode_lru.push_back(d.inode);
+            // dentry_kill → dentry_unlink_inode → iput: the inode's last
+            // reference goes; iput_final keeps it on the inode LRU unless
+            // the fs's drop_inode says delete (proc), which evicts it now.
+            if s.delete_inode {
+                if let Some(o) = s.inode_objs[d.inode as usize].take() {
+                    self.kmem_cache_free(Cache::Inode, o);
+                }
+            } else {
+                s.inode_lru.push_back(d.inode);
+            }
             self.kmem_cache_free(Cache::Dentry, d.obj);
             freed += 1;
         }
@@ -120,16 +173,21 @@ impl Kernel {
     }
 
     /// `prune_icache_sb`: up to `nr` inodes from the LRU head are evicted
-    /// (`inode_lru_isolate` → `dispose_list` → `evict` →
-    /// `xfs_fs_destroy_inode` → `xfs_inode_set_reclaim_tag`): their
-    /// `xfs_inode` memory stays until XFS reclaims it.
+    /// (`inode_lru_isolate` → `dispose_list` → `evict`). XFS:
+    /// `xfs_fs_destroy_inode` → `xfs_inode_set_reclaim_tag`, the
+    /// `xfs_inode` memory stays until XFS reclaims it; the OS's
+    /// filesystems: `destroy_inode` frees the inode's slab object.
     fn prune_icache_sb(&mut self, sb: usize, nr: u64) -> u64 {
         let mut freed = 0;
         while freed < nr {
             let Some(ino) = self.supers[sb].inode_lru.pop_front() else {
                 break;
             };
-            self.supers[sb].xfs.set_reclaim_tag(ino);
+            if self.supers[sb].is_xfs() {
+                self.supers[sb].xfs.set_reclaim_tag(ino);
+            } else if let Some(o) = self.supers[sb].inode_objs[ino as usize].take() {
+                self.kmem_cache_free(Cache::Inode, o);
+            }
             freed += 1;
         }
         freed

@@ -13,7 +13,9 @@
 //!   2 * freeable)` (Yang Shi's 5.13 rework, read in 5.15.0).
 //!
 //! Simplified, as `docs/slab.md` says: `shrink_slab` walks the shrinkers
-//! with the root memcg only (`shrink_slab_memcg` is not modelled; every
+//! with the root memcg only (`shrink_slab_memcg` is not modelled: the
+//! objects of the booted OS, fs/os.rs, are the root's, and limit reclaim
+//! of a child memcg would see none of them; every
 //! shrinker is NUMA-aware with its deferred work per node, which in 5.15 is
 //! also the root memcg's `nr_deferred`), and `shrinker_rwsem` is never
 //! contended.
@@ -65,6 +67,10 @@ pub enum ShrinkerKind {
     /// An XFS buffer target's `bt_shrinker` (`xfs_buftarg_shrink_count`/
     /// `_scan`), by superblock index.
     XfsBuf(usize),
+    /// An ext4 superblock's `s_es_shrinker` (`ext4_es_count`/
+    /// `ext4_es_scan`), by superblock index: the booted OS's tools disk
+    /// (fs/os.rs).
+    Ext4Es(usize),
 }
 
 /// A registered `struct shrinker`.
@@ -166,6 +172,8 @@ impl Kernel {
                 0 => SHRINK_EMPTY,
                 n => n,
             },
+            // ext4_es_count returns the counter as it is: 0, never SHRINK_EMPTY.
+            ShrinkerKind::Ext4Es(sb) => self.ext4_es_count(sb),
         }
     }
 
@@ -175,6 +183,7 @@ impl Kernel {
         let f = match self.shrinkers[i].kind {
             ShrinkerKind::Super(_) => "super_cache_scan+0x0/0x1b0",
             ShrinkerKind::XfsBuf(_) => "xfs_buftarg_shrink_scan+0x0/0x90 [xfs]",
+            ShrinkerKind::Ext4Es(_) => "ext4_es_scan+0x0/0x360 [ext4]",
         };
         let p = 0x9e37_79b9u64.wrapping_mul(i as u64 + 1) & 0xffff_ffff;
         (f, format!("{p:016x}"))
@@ -187,6 +196,11 @@ async fn shrinker_scan(w: &World, i: usize, sc: &mut ShrinkControl) -> u64 {
     match kind {
         ShrinkerKind::Super(sb) => crate::fs::super_block::super_cache_scan(w, sb, sc).await,
         ShrinkerKind::XfsBuf(sb) => w.k().xfs_buftarg_shrink_scan(sb, sc.nr_to_scan),
+        // ext4_es_scan → __es_shrink → es_reclaim_extents: every entry is
+        // referenced (fs/os.rs), so it is unmarked, skipped and none freed;
+        // sc->nr_scanned is left as nr_to_scan [5.10 and 6.1
+        // fs/ext4/extents_status.c].
+        ShrinkerKind::Ext4Es(_) => 0,
     }
 }
 
@@ -310,6 +324,55 @@ mod tests {
         // 4.19's floor: at least min(freeable, batch).
         assert_eq!(shrink_plan(ShrinkSlab::V4_19, 1000, 0, 12, 2, 128).0, 128);
         assert_eq!(shrink_plan(ShrinkSlab::V5_8, 1000, 0, 12, 2, 128).0, 0);
+    }
+
+    /// Objects scanned over `passes` calls at `priority` of a shrinker with
+    /// `freeable` objects none of which are freed (the loop of
+    /// `do_shrink_slab`, with the deferred work carried between calls).
+    fn scanned_over(v: ShrinkSlab, freeable: u64, seeks: u64, priority: i32, passes: u32) -> u64 {
+        let batch = 1024;
+        let (mut nr, mut all) = (0, 0);
+        for _ in 0..passes {
+            let (delta, mut total) = shrink_plan(v, freeable, nr, priority, seeks, batch);
+            let mut scanned = 0;
+            while total >= batch || total >= freeable {
+                let n = batch.min(total);
+                scanned += n;
+                total -= n;
+            }
+            nr = next_deferred(v, freeable, nr, delta, scanned);
+            all += scanned;
+        }
+        all
+    }
+
+    #[test]
+    fn a_seeks_zero_cache_is_asked_for_half_at_every_priority() {
+        // proc's and kernfs's superblocks (s_shrink.seeks = 0).
+        for v in [ShrinkSlab::V5_8, ShrinkSlab::V5_15] {
+            for p in [12, 6, 0] {
+                assert_eq!(shrink_plan(v, 12, 0, p, 0, 1024).0, 6);
+            }
+        }
+        // 5.8-5.10: the deferred half and the new half make the whole
+        // cache every second pass, at priority 12 already.
+        assert_eq!(scanned_over(ShrinkSlab::V5_8, 12, 0, 12, 10), 60);
+        // 5.13+: only nr >> priority of the deferred work counts, so at
+        // priority 12 never; at priority 2 the deferral (capped at 2 x 12)
+        // adds 6 and the cache is scanned every other pass once it is full.
+        assert_eq!(scanned_over(ShrinkSlab::V5_15, 12, 0, 12, 10), 0);
+        assert_eq!(scanned_over(ShrinkSlab::V5_15, 12, 0, 2, 10), 36);
+    }
+
+    #[test]
+    fn a_small_default_seeks_cache_is_scanned_only_at_low_priority() {
+        // ext4's extent-status shrinker over 32 referenced entries.
+        for v in [ShrinkSlab::V5_8, ShrinkSlab::V5_15] {
+            for p in [12, 8, 5] {
+                assert_eq!(scanned_over(v, 32, 2, p, 20), 0, "{v:?} priority {p}");
+            }
+            assert!(scanned_over(v, 32, 2, 1, 20) >= 32 * 20, "{v:?}");
+        }
     }
 
     #[test]

@@ -31,18 +31,28 @@ pub enum Cache {
     /// `xfs_ili`, the inode log item allocated when an inode is first
     /// logged (`xfs_inode_item_init`), freed with the inode; ~200 bytes.
     XfsIli = 2,
+    /// The inodes of the booted OS's filesystems (proc's
+    /// `proc_inode_cache`, kernfs's `inode_cache`, `ext4_inode_cache`),
+    /// folded into one cache of `inode_cache`'s ~600-byte objects: 6 a page.
+    Inode = 3,
 }
 
 /// Number of [`Cache`]s.
-pub const NR_CACHES: usize = 3;
+pub const NR_CACHES: usize = 4;
+
+/// Objects a slab page of `c` holds.
+pub fn objs_per_slab(c: Cache) -> u64 {
+    u64::from(CACHES[c as usize].1)
+}
 
 /// `(name, objects per page, SLAB_RECLAIM_ACCOUNT)`, by [`Cache`]: all
-/// three are created with `SLAB_RECLAIM_ACCOUNT` [5.9 fs/xfs/xfs_super.c
-/// `xfs_init_zones`; fs/dcache.c `dcache_init`].
+/// are created with `SLAB_RECLAIM_ACCOUNT` [5.9 fs/xfs/xfs_super.c
+/// `xfs_init_zones`; fs/dcache.c `dcache_init`; fs/inode.c `inode_init`].
 const CACHES: [(&str, u16, bool); NR_CACHES] = [
     ("xfs_inode", 4, true),
     ("dentry", 21, true),
     ("xfs_ili", 20, true),
+    ("inode_cache", 6, true),
 ];
 
 /// One object: its slab and its slot there.
@@ -186,14 +196,25 @@ pub struct SlabState {
     /// Tasks that set `PF_MEMALLOC` for good (`memalloc_noreclaim_save`
     /// at a kernel thread's start, as `xfsaild` does).
     noreclaim: Vec<bool>,
+    /// Pages of the booted OS's reclaimable slab no shrinker can free (the
+    /// machine's `os_slab.reclaimable_kib` less the LRU objects' slabs):
+    /// held in the memory in use at boot, reported in
+    /// `nr_slab_reclaimable`.
+    pub boot_pinned: u64,
 }
 
 impl Default for SlabState {
     fn default() -> Self {
         SlabState {
-            caches: [KmemCache::new(0), KmemCache::new(1), KmemCache::new(2)],
+            caches: [
+                KmemCache::new(0),
+                KmemCache::new(1),
+                KmemCache::new(2),
+                KmemCache::new(3),
+            ],
             reclaim_state: Vec::new(),
             noreclaim: Vec::new(),
+            boot_pinned: 0,
         }
     }
 }
@@ -258,6 +279,11 @@ impl Kernel {
         if let Some(Some(n)) = self.slab.reclaim_state.get_mut(t) {
             *n += 1;
         }
+    }
+
+    /// Makes `pfn` (a page already taken from the allocator) a new slab of `c`.
+    pub fn kmem_cache_new_slab(&mut self, c: Cache, pfn: Pfn) {
+        self.slab.caches[c as usize].new_slab(pfn);
     }
 
     /// `kmem_cache_alloc` without a new slab: a slot on a partial slab.
