@@ -94,6 +94,9 @@ pub struct Task {
     /// writes; its `munmap` and its own reclaim), for
     /// `policy.rate_priority` (no kernel has it; see `crate::rate`).
     pub rate: crate::rate::TaskRate,
+    /// Its program text's hot pages, if the workload gave it any
+    /// (`crate::mm::text`).
+    pub text: Option<Box<crate::mm::text::TaskText>>,
 }
 
 impl Task {
@@ -140,6 +143,15 @@ pub struct Kernel {
     pub memcgs: Vec<crate::mm::memcontrol::MemCgroup>,
     /// Files by id.
     pub files: Vec<File>,
+    /// Program images by name, `(name, file)` (`crate::mm::text`).
+    pub images: Vec<(String, u32)>,
+    /// Reclaim's `VM_EXEC` branches (`folio_check_references` activates a
+    /// referenced executable file page at its first pass,
+    /// `shrink_active_list` keeps it active; `vmscan/lists.rs`). On in
+    /// every profile (2.6.31 and 3.3 brought them; the 2.6.36/2.6.37
+    /// profiles have the first-pass activation too, a simplification);
+    /// off only to see what they change (tests).
+    pub vm_exec_rules: bool,
     /// Swap.
     pub swap: SwapInfo,
     /// Block devices.
@@ -272,6 +284,8 @@ impl Kernel {
             spare_pfn_vecs: Vec::new(),
             memcgs: vec![crate::mm::memcontrol::MemCgroup::root()],
             files: Vec::new(),
+            images: Vec::new(),
+            vm_exec_rules: true,
             swap,
             devs,
             bdis,
@@ -340,6 +354,7 @@ impl Kernel {
             cpu_debt_sys: 0,
             noprogress_streak: 0,
             rate: crate::rate::TaskRate::starting(self.exec.now()),
+            text: None,
         });
         self.exec.sched.push(TaskSched::default());
         t

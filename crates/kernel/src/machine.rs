@@ -238,6 +238,12 @@ pub struct Machine {
     /// Device holding swap.
     #[serde(default)]
     pub swap_device: Option<String>,
+    /// Device holding the programs' files (the workers' binaries and
+    /// shared libraries, whose text they map: `crate::mm::text`). Unset:
+    /// the first device (the system disk of a one-disk machine). A qemu
+    /// guest has them on its own tools disk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_device: Option<String>,
     /// The memory cgroup the workload runs in (as `reclaimlab run
     /// --memory` puts it), if any: every worker not placed in a cgroup of
     /// its own runs there, and the workload is sized to its limit.
@@ -426,6 +432,7 @@ pub fn builtin_machines() -> Vec<Machine> {
             devices: vec![dev("sda", 450.0, 500.0, 80.0, 20.0, 32)],
             data_device: None,
             swap_device: None,
+            text_device: None,
             workload_cgroup: None,
             thp: None,
             boot_reserved_kib: 0,
@@ -458,6 +465,7 @@ pub fn builtin_machines() -> Vec<Machine> {
             }],
             data_device: None,
             swap_device: None,
+            text_device: None,
             workload_cgroup: None,
             thp: None,
             boot_reserved_kib: 0,
@@ -487,6 +495,7 @@ pub fn builtin_machines() -> Vec<Machine> {
             ],
             data_device: None,
             swap_device: None,
+            text_device: None,
             workload_cgroup: None,
             thp: None,
             boot_reserved_kib: 0,
@@ -518,6 +527,7 @@ pub fn builtin_machines() -> Vec<Machine> {
             ],
             data_device: None,
             swap_device: None,
+            text_device: None,
             workload_cgroup: None,
             thp: None,
             boot_reserved_kib: 0,
@@ -533,6 +543,7 @@ pub fn builtin_machines() -> Vec<Machine> {
             devices: vec![dev("nvme0n1", 1800.0, 3000.0, 20.0, 5.0, 64)],
             data_device: None,
             swap_device: None,
+            text_device: None,
             workload_cgroup: None,
             thp: None,
             boot_reserved_kib: 0,
@@ -572,6 +583,7 @@ pub fn builtin_machines() -> Vec<Machine> {
             }],
             data_device: None,
             swap_device: None,
+            text_device: None,
             workload_cgroup: None,
             thp: None,
             boot_reserved_kib: 0,
@@ -711,6 +723,7 @@ impl Machine {
         for (what, name) in [
             ("data_device", &self.data_device),
             ("swap_device", &self.swap_device),
+            ("text_device", &self.text_device),
         ] {
             if let Some(n) = name {
                 if !self.devices.iter().any(|d| &d.name == n) {
@@ -746,6 +759,11 @@ impl Machine {
     /// Index of the device holding swap.
     pub fn swap_dev(&self) -> usize {
         self.dev_index(&self.swap_device)
+    }
+    /// Index of the device holding the programs' files
+    /// ([`Machine::text_device`]).
+    pub fn text_dev(&self) -> usize {
+        self.dev_index(&self.text_device)
     }
     fn dev_index(&self, name: &Option<String>) -> usize {
         name.as_ref()
