@@ -145,13 +145,6 @@ pub struct Kernel {
     pub files: Vec<File>,
     /// Program images by name, `(name, file)` (`crate::mm::text`).
     pub images: Vec<(String, u32)>,
-    /// Reclaim's `VM_EXEC` branches (`folio_check_references` activates a
-    /// referenced executable file page at its first pass,
-    /// `shrink_active_list` keeps it active; `vmscan/lists.rs`). On in
-    /// every profile (2.6.31 and 3.3 brought them; the 2.6.36/2.6.37
-    /// profiles have the first-pass activation too, a simplification);
-    /// off only to see what they change (tests).
-    pub vm_exec_rules: bool,
     /// Swap.
     pub swap: SwapInfo,
     /// Block devices.
@@ -285,7 +278,6 @@ impl Kernel {
             memcgs: vec![crate::mm::memcontrol::MemCgroup::root()],
             files: Vec::new(),
             images: Vec::new(),
-            vm_exec_rules: true,
             swap,
             devs,
             bdis,

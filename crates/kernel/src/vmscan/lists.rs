@@ -245,11 +245,14 @@ impl Kernel {
     /// Whether file page `pfn` is mapped by a `VM_EXEC` mapping (its
     /// file is a program image, `crate::mm::text`), for the `VM_EXEC`
     /// branches of `folio_check_references` and `shrink_active_list`;
-    /// never with [`Kernel::vm_exec_rules`] off (a what-if, no kernel).
+    /// never with `vmscan.vm_exec_rules = 0` (a what-if, no kernel). The
+    /// rules are in every profile: 2.6.31 brought `shrink_active_list`'s,
+    /// 3.3 the first-pass activation (the 2.6.36/2.6.37 profiles have it
+    /// too, a simplification).
     fn vm_exec_file_page(&self, pfn: Pfn) -> bool {
         let p = self.frames.get(pfn);
         let file = &self.files[p.owner as usize];
-        self.vm_exec_rules && file.exec && file.page_mapped(p.index)
+        self.params.vm_exec_rules != 0 && file.exec && file.page_mapped(p.index)
     }
 
     /// `folio_check_references` (5.15 `page_check_references`).
