@@ -903,6 +903,21 @@ mod tests {
         assert!(e.contains("m.toml") && e.contains("line 1"), "{e}");
     }
 
+    /// `text_device` names the device holding the programs: the first by
+    /// default, another by name; an unknown name is refused with the line
+    /// and the devices.
+    #[test]
+    fn text_device_by_name() {
+        let base = "name='x'\ncpus=1\nmemory_mib=100\n[[devices]]\nname='sda'\nwrite_mb_s=10\nread_mb_s=10\nlatency_us=1\n[[devices]]\nname='vda'\nwrite_mb_s=10\nread_mb_s=10\nlatency_us=1\n";
+        assert_eq!(Machine::from_toml(base, "m.toml").unwrap().text_dev(), 0);
+        let m = Machine::from_toml(&format!("text_device = 'vda'\n{base}"), "m.toml").unwrap();
+        assert_eq!(m.text_dev(), 1);
+        let e = Machine::from_toml(&format!("text_device = 'vdz'\n{base}"), "m.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("m.toml:1:") && e.contains("sda, vda"), "{e}");
+    }
+
     /// A device's `fs` takes the modelled filesystems by name; another is
     /// refused with the line and the accepted names.
     #[test]

@@ -42,6 +42,9 @@ fn text_pages_refault_as_workingset() {
     // inactive list and is deactivated at every active scan: more of it is
     // evicted, and what comes back had mostly not been active (measured:
     // 330/330/330 with the rules, 742/489/35 without).
-    assert!(r1 > refault, "more refaults without the rules: {r1} vs {refault}");
+    assert!(
+        r1 > refault,
+        "more refaults without the rules: {r1} vs {refault}"
+    );
     assert!(s1 * 2 < r1, "few restores without the rules: {s1} of {r1}");
 }
