@@ -94,6 +94,9 @@ pub struct Task {
     /// writes; its `munmap` and its own reclaim), for
     /// `policy.rate_priority` (no kernel has it; see `crate::rate`).
     pub rate: crate::rate::TaskRate,
+    /// Its program text's hot pages, if the workload gave it any
+    /// (`crate::mm::text`).
+    pub text: Option<Box<crate::mm::text::TaskText>>,
 }
 
 impl Task {
@@ -140,6 +143,8 @@ pub struct Kernel {
     pub memcgs: Vec<crate::mm::memcontrol::MemCgroup>,
     /// Files by id.
     pub files: Vec<File>,
+    /// Program images by name, `(name, file)` (`crate::mm::text`).
+    pub images: Vec<(String, u32)>,
     /// Swap.
     pub swap: SwapInfo,
     /// Block devices.
@@ -272,6 +277,7 @@ impl Kernel {
             spare_pfn_vecs: Vec::new(),
             memcgs: vec![crate::mm::memcontrol::MemCgroup::root()],
             files: Vec::new(),
+            images: Vec::new(),
             swap,
             devs,
             bdis,
@@ -341,6 +347,7 @@ impl Kernel {
             cpu_debt_sys: 0,
             noprogress_streak: 0,
             rate: crate::rate::TaskRate::starting(self.exec.now()),
+            text: None,
         });
         self.exec.sched.push(TaskSched::default());
         t

@@ -243,6 +243,12 @@ pub struct Machine {
     /// Device holding swap.
     #[serde(default)]
     pub swap_device: Option<String>,
+    /// Device holding the programs' files (the workers' binaries and
+    /// shared libraries, whose text they map: `crate::mm::text`). Unset:
+    /// the first device (the system disk of a one-disk machine). A qemu
+    /// guest has them on its own tools disk.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text_device: Option<String>,
     /// The memory cgroup the workload runs in (as `reclaimlab run
     /// --memory` puts it), if any: every worker not placed in a cgroup of
     /// its own runs there, and the workload is sized to its limit.
@@ -497,6 +503,7 @@ pub fn builtin_machines() -> Vec<Machine> {
             devices: vec![dev("sda", 450.0, 500.0, 80.0, 20.0, 32)],
             data_device: None,
             swap_device: None,
+            text_device: None,
             workload_cgroup: None,
             thp: None,
             boot_reserved_kib: 0,
@@ -530,6 +537,7 @@ pub fn builtin_machines() -> Vec<Machine> {
             }],
             data_device: None,
             swap_device: None,
+            text_device: None,
             workload_cgroup: None,
             thp: None,
             boot_reserved_kib: 0,
@@ -560,6 +568,7 @@ pub fn builtin_machines() -> Vec<Machine> {
             ],
             data_device: None,
             swap_device: None,
+            text_device: None,
             workload_cgroup: None,
             thp: None,
             boot_reserved_kib: 0,
@@ -592,6 +601,7 @@ pub fn builtin_machines() -> Vec<Machine> {
             ],
             data_device: None,
             swap_device: None,
+            text_device: None,
             workload_cgroup: None,
             thp: None,
             boot_reserved_kib: 0,
@@ -608,6 +618,7 @@ pub fn builtin_machines() -> Vec<Machine> {
             devices: vec![dev("nvme0n1", 1800.0, 3000.0, 20.0, 5.0, 64)],
             data_device: None,
             swap_device: None,
+            text_device: None,
             workload_cgroup: None,
             thp: None,
             boot_reserved_kib: 0,
@@ -648,6 +659,7 @@ pub fn builtin_machines() -> Vec<Machine> {
             }],
             data_device: None,
             swap_device: None,
+            text_device: None,
             workload_cgroup: None,
             thp: None,
             boot_reserved_kib: 0,
@@ -817,6 +829,7 @@ impl Machine {
         for (what, name) in [
             ("data_device", &self.data_device),
             ("swap_device", &self.swap_device),
+            ("text_device", &self.text_device),
         ] {
             if let Some(n) = name {
                 if !self.devices.iter().any(|d| &d.name == n) {
@@ -852,6 +865,11 @@ impl Machine {
     /// Index of the device holding swap.
     pub fn swap_dev(&self) -> usize {
         self.dev_index(&self.swap_device)
+    }
+    /// Index of the device holding the programs' files
+    /// ([`Machine::text_device`]).
+    pub fn text_dev(&self) -> usize {
+        self.dev_index(&self.text_device)
     }
     fn dev_index(&self, name: &Option<String>) -> usize {
         name.as_ref()
@@ -1021,6 +1039,21 @@ mod tests {
                 .to_string();
             assert!(e.contains(want), "{os}: {e}");
         }
+    }
+
+    /// `text_device` names the device holding the programs: the first by
+    /// default, another by name; an unknown name is refused with the line
+    /// and the devices.
+    #[test]
+    fn text_device_by_name() {
+        let base = "name='x'\ncpus=1\nmemory_mib=100\n[[devices]]\nname='sda'\nwrite_mb_s=10\nread_mb_s=10\nlatency_us=1\n[[devices]]\nname='vda'\nwrite_mb_s=10\nread_mb_s=10\nlatency_us=1\n";
+        assert_eq!(Machine::from_toml(base, "m.toml").unwrap().text_dev(), 0);
+        let m = Machine::from_toml(&format!("text_device = 'vda'\n{base}"), "m.toml").unwrap();
+        assert_eq!(m.text_dev(), 1);
+        let e = Machine::from_toml(&format!("text_device = 'vdz'\n{base}"), "m.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("m.toml:1:") && e.contains("sda, vda"), "{e}");
     }
 
     /// A device's `fs` takes the modelled filesystems by name; another is

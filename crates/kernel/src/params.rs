@@ -173,6 +173,8 @@ params! {
     lru_lock_release_page_ns: u64 = |_| 30, "lru_lock.release_page_ns", 0, 1_000_000, "time lruvec->lru_lock is held per page munmap takes off an LRU list (5.15 release_pages, relocking every SWAP_CLUSTER_MAX = 32 pages); part of cost.unmap_page_ns; only with the lock modelled (lru_lock.page_ns above 0); measured on the reference host: 31 +- 6 ns, docs/bench/cpu-costs.md, perf_page_costs";
     lru_lock_handoff_ns: u64 = |_| 100, "lru_lock.handoff_ns", 0, 1_000_000, "system CPU for the lock and list heads to move to a waiting CPU (measured: docs/bench/cpu-costs.md)";
     cost_wakeup_ns: u64 = |_| 2_000, "cost.wakeup_ns", 0, 1_000_000, "system CPU per wake-up from sleep (context switch)";
+    vm_exec_rules: u64 = |_| 1, "vmscan.vm_exec_rules", 0, 1, "1: reclaim's VM_EXEC branches, in every kernel modelled (5.10/6.1 folio_check_references activates a referenced executable file page at its first pass over the inactive list, shrink_active_list keeps it active while referenced); 0: treat program text like any mapped file page (a what-if; vmscan/lists.rs)";
+    program_text: u64 = |_| 1, "sim.program_text", 0, 1, "1: the workers map their programs' text (reclaimlab, fio, libc on the machine's text_device, in the page cache at the start) and reference its hot pages while they run user code, so text pages are evicted and refault under pressure (mm/text.rs; hot sets measured, docs/simulator.md, Program text); 0: no program text (the simulator before 2026-11-28)";
     vmstat_interval_ms: u64 = |_| 1_000, "sim.vmstat_interval_ms", 10, 3_600_000, "interval between /proc/vmstat samples in the run record";
 }
 

@@ -7,4 +7,5 @@ pub mod cgroups;
 pub mod sim;
 pub mod spec;
 pub mod stutterp;
+pub mod text;
 pub mod workers;

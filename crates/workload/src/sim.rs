@@ -197,6 +197,16 @@ fn start_workers(
                 k.tasks[t as usize].memcg = id;
             }
         }
+        {
+            let mut k = w.k();
+            if k.params.program_text != 0 {
+                let pages = crate::text::hot_pages(&mut k, spec.kind);
+                if !pages.is_empty() {
+                    let (fast, period) = crate::text::hot_period(spec.kind);
+                    k.set_task_text(t, pages, fast, period);
+                }
+            }
+        }
         let seed = w.k().random() | 1;
         match spec.kind {
             WorkerKind::AnonHog => {
@@ -566,6 +576,11 @@ pub fn run_step(
         w.k()
             .mem_cgroup_create(&cgroups)
             .expect("cgroups were checked with the spec");
+    }
+    if w.k().params.program_text != 0 {
+        // The workers' programs, in the page cache as the booted system
+        // left them (crate::text).
+        crate::text::load_images(&mut w.k(), st.workers.iter().map(|s| s.kind));
     }
     let samples: Samples = Rc::new(RefCell::new(Vec::new()));
     // Workers with a finite amount of work end the step when all are done.

@@ -11,6 +11,7 @@ use reclaimlab_kernel::mm::fadvise::fadvise_dontneed;
 use reclaimlab_kernel::mm::filemap::{
     file_read, file_write, touch_file_mapped, touch_file_mapped_random, FileOp,
 };
+use reclaimlab_kernel::mm::text::touch_text;
 use reclaimlab_kernel::sched::pay_cpu;
 use reclaimlab_kernel::{xorshift, World};
 
@@ -37,6 +38,9 @@ pub async fn anon_hog(w: Rc<World>, pages: u32) {
             return;
         }
         pay_cpu(&w).await;
+        if touch_text(&w).await == FileOp::Killed || killed(&w) {
+            return;
+        }
     }
 }
 
@@ -130,6 +134,10 @@ pub async fn file_writer(
             {
                 return;
             }
+            // A safe point between I/Os: fio's own text (mm/text.rs).
+            if touch_text(&w).await == FileOp::Killed || killed(&w) {
+                return;
+            }
         }
     }
 }
@@ -195,6 +203,7 @@ pub async fn file_reader(
                     w.k().charge_user(FIO_USER_NS_PER_IO);
                     if file_read(&w, f, b * block_pages, block_pages).await == FileOp::Killed
                         || killed(&w)
+                        || touch_text(&w).await == FileOp::Killed
                     {
                         return;
                     }
@@ -211,7 +220,10 @@ pub async fn file_reader(
         rng = xorshift(rng);
         let b = (rng % u64::from(blocks)) as u32;
         w.k().charge_user(FIO_USER_NS_PER_IO);
-        if file_read(&w, f, b * block_pages, block_pages).await == FileOp::Killed || killed(&w) {
+        if file_read(&w, f, b * block_pages, block_pages).await == FileOp::Killed
+            || killed(&w)
+            || touch_text(&w).await == FileOp::Killed
+        {
             return;
         }
     }
@@ -232,6 +244,9 @@ pub async fn mmap_latency(w: Rc<World>, pages: u32, sleep_ms: u64, samples: Samp
         let released = w.k().munmap_batched(m, true);
         pay_cpu(&w).await;
         release_lru_pages(&w, released).await;
+        if touch_text(&w).await == FileOp::Killed || killed(&w) {
+            return;
+        }
         let now = w.k().exec.now();
         if let Some(prev) = last {
             let lat_ns = (now - prev).saturating_sub(sleep_ms * 1_000_000);

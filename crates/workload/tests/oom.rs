@@ -22,7 +22,16 @@ const NOSWAP: &str = "name='noswap'\ncpus=2\nmemory_mib=96\n[[devices]]\nname='s
 #[test]
 fn with_most_memory_mlocked_the_watermark_check_decides() {
     let spec = "name='m'\nduration_s=2\n[[worker]]\nkind='mlock'\nsize_mib=72\n[[worker]]\nkind='anon-hog'\nsize_mib=24\n";
-    let (c, s) = sim(&machine(NOSWAP), "v5.15", spec, 1, &[]);
+    // Program text off (mm/text.rs): its ~700 file pages would be
+    // reclaimable, so `available` would pass the watermark check and the
+    // kill come after MAX_RECLAIM_RETRIES instead.
+    let (c, s) = sim(
+        &machine(NOSWAP),
+        "v5.15",
+        spec,
+        1,
+        &[("sim.program_text", "0")],
+    );
     let (_, kill, _) = s.oom_kills.first().expect("no OOM kill");
     assert!(
         kill.reason
@@ -87,7 +96,9 @@ fn no_progress_loops_give_up_after_max_reclaim_retries() {
             "v5.15",
             spec,
             1,
-            &[("cost.fault_ns", fault_ns)],
+            // Program text off, as above: what is judged is the loop
+            // count against reclaimable pages of the workload's own.
+            &[("cost.fault_ns", fault_ns), ("sim.program_text", "0")],
         );
         let (_, kill, _) = s.oom_kills.first().expect("no OOM kill");
         if kill.reason != "no_progress_loops=17 > MAX_RECLAIM_RETRIES=16" {

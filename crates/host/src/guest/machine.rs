@@ -533,6 +533,7 @@ impl GuestMachine {
             ));
         }
         t.push_str("data_device = \"vdb\"\nswap_device = \"vdc\"\n");
+        t.push_str("text_device = \"vda\"  # the programs (reclaimlab, fio, their libraries) are on the tools disk\n");
         if let Some(c) = self.cgroup {
             t.push_str(&format!(
                 "\n[workload_cgroup]\nmemory_max_mib = {}\nversion = 2\n",
@@ -559,6 +560,15 @@ impl GuestMachine {
         t.push_str(&format!(
             "scheduler = \"{scheduler}\"\nwbt_lat_usec = 75000\n\
              rotational = true  # so no SWP_SOLIDSTATE: swap readahead by slot, slots allocated in order\n"
+        ));
+        // The tools disk, last so that the other devices keep their
+        // indices: a raw image on the host like the swap disk, not
+        // throttled, read-only; its speed is not measured, the swap
+        // disk's is taken.
+        t.push_str(&format!(
+            "\n[[devices]]\nname = \"vda\"  # the tools disk (read-only ext4), not throttled; its speed taken as vdc's\n\
+             layer = \"blk-mq\"\nwrite_mb_s = {bw:.1}\nread_mb_s = {bw:.1}\n\
+             latency_us = {lat:.1}\nseek_us = 0.0\nqueue_depth = 128\nscheduler = \"{scheduler}\"\nwbt_lat_usec = 75000\nrotational = true\n",
         ));
         t
     }
@@ -936,6 +946,8 @@ mod tests {
             "write_mb_s = 16.0\nread_mb_s = 16.0\n",
             "scheduler = \"none\"\n",
             "data_device = \"vdb\"\nswap_device = \"vdc\"\n",
+            "text_device = \"vda\"",
+            "[[devices]]\nname = \"vda\"",
             "fs = \"ext4\"",
         ] {
             assert!(t.contains(line), "{line:?} missing in\n{t}");

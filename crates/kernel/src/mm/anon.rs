@@ -309,6 +309,10 @@ pub async fn touch_anon(w: &World, id: u32, start: u32, end: u32, write: bool) -
             found
         };
         maybe_pay_cpu(w).await;
+        // A safe point: the program's own text (mm/text.rs).
+        if crate::mm::text::touch_text(w).await == crate::mm::filemap::FileOp::Killed {
+            return Access::Killed;
+        }
         let Some(j) = fault_at else { break };
         // A run of empty ptes whose pages the allocator's fast path can
         // give is faulted in without a yield; the first page it cannot

@@ -62,8 +62,12 @@ pub struct File {
     /// Accessed bits of the mapped pages.
     pub young: Vec<u64>,
     /// The mapping was advised `MADV_RANDOM` (`VM_RAND_READ`): the
-    /// mapped-file-stream reader's, the only mapping the simulator makes.
+    /// mapped-file-stream reader's.
     pub rand_read: bool,
+    /// Mapped executable (`VM_EXEC`): a program image (`crate::mm::text`),
+    /// whose referenced pages reclaim activates on their first pass and
+    /// keeps active (`vmscan/lists.rs`).
+    pub exec: bool,
     /// Pages whose blocks were never written since the file was laid out
     /// with `fallocate` (unwritten extents): a write into one needs a
     /// conversion at completion (`crate::fs::ioend`), and ext4's
@@ -136,6 +140,7 @@ impl Kernel {
             mapped: Vec::new(),
             young: Vec::new(),
             rand_read: false,
+            exec: false,
             unwritten: Vec::new(),
         });
         id
@@ -291,6 +296,14 @@ impl Kernel {
         self.files[f as usize].cache.set(index as usize, pfn);
         self.account_page(pfn, true, 1);
         self.lru_cache_add(pfn);
+    }
+
+    /// Puts newly allocated `pfn` in the page cache as page `index` of
+    /// program image `f` with `flags` (a read-around page, locked for its
+    /// read; or, at boot, an up-to-date page): a shadow entry there is a
+    /// workingset refault ([`Kernel::add_to_page_cache_lru`]).
+    pub(crate) fn insert_text_page(&mut self, f: u32, index: u32, pfn: Pfn, flags: PageFlags) {
+        self.add_to_page_cache_lru(f, index, pfn, flags, false);
     }
 
     /// `__remove_mapping` for a clean, unmapped page-cache page: replaces it
@@ -595,6 +608,54 @@ pub async fn touch_file_mapped(w: &World, f: u32, start: u32, end: u32) -> FileO
     FileOp::Ok
 }
 
+/// Reads the new pages `pfns` of file `f` (sorted here by index): one
+/// request per run of consecutive pages, as `read_pages` submits a
+/// readahead batch under one plug; the others first without waiting, then
+/// the run holding page `index`, waiting for it (the fault's
+/// `folio_lock`). With no run holding it, none is waited for.
+pub(crate) async fn read_pages_of(w: &World, f: u32, mut pfns: Vec<Pfn>, index: u32) {
+    let (dev, base, idx) = {
+        let k = w.k();
+        pfns.sort_unstable_by_key(|&p| k.frames.get(p).index);
+        let idx: Vec<u32> = pfns.iter().map(|&p| k.frames.get(p).index).collect();
+        let file = &k.files[f as usize];
+        (file.dev, file.pos, idx)
+    };
+    let mut runs: Vec<(u32, Vec<Pfn>)> = Vec::new();
+    for (n, &p) in pfns.iter().enumerate() {
+        match runs.last_mut() {
+            Some((_, run)) if idx[n] == idx[n - 1] + 1 => run.push(p),
+            _ => runs.push((idx[n], vec![p])),
+        }
+    }
+    let own = runs
+        .iter()
+        .position(|(first, run)| (*first..*first + run.len() as u32).contains(&index));
+    let own = own.map(|i| runs.remove(i));
+    for (first, run) in runs {
+        submit_bio(
+            w,
+            dev,
+            ReqKind::FileRead,
+            run,
+            base + u64::from(first),
+            false,
+        )
+        .await;
+    }
+    if let Some((first, run)) = own {
+        submit_bio(
+            w,
+            dev,
+            ReqKind::FileRead,
+            run,
+            base + u64::from(first),
+            true,
+        )
+        .await;
+    }
+}
+
 /// `filemap_fault` for page `index` of file `f`, then maps it young.
 async fn filemap_fault(w: &World, f: u32, index: u32) -> FileOp {
     let cached = {
@@ -631,7 +692,7 @@ async fn filemap_fault(w: &World, f: u32, index: u32) -> FileOp {
 }
 
 /// Sets the pte of page `index` of file `f` if `pfn` is still that page.
-fn map_file_page(k: &mut Kernel, f: u32, index: u32, pfn: Pfn) -> FileOp {
+pub(crate) fn map_file_page(k: &mut Kernel, f: u32, index: u32, pfn: Pfn) -> FileOp {
     if k.find_get_page(f, index) == Some(pfn) {
         let file = &mut k.files[f as usize];
         let (wi, b) = ((index / 64) as usize, index % 64);

@@ -21,6 +21,7 @@ pub mod slab;
 pub mod slots;
 pub mod swap;
 pub mod swap_state;
+pub mod text;
 
 use crate::engine::{TaskId, WaitQueue};
 use crate::profile::NR_VMSCAN_THROTTLE;

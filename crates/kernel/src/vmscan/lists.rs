@@ -242,6 +242,19 @@ impl Kernel {
         too_many
     }
 
+    /// Whether file page `pfn` is mapped by a `VM_EXEC` mapping (its
+    /// file is a program image, `crate::mm::text`), for the `VM_EXEC`
+    /// branches of `folio_check_references` and `shrink_active_list`;
+    /// never with `vmscan.vm_exec_rules = 0` (a what-if, no kernel). The
+    /// rules are in every profile: 2.6.31 brought `shrink_active_list`'s,
+    /// 3.3 the first-pass activation (the 2.6.36/2.6.37 profiles have it
+    /// too, a simplification).
+    fn vm_exec_file_page(&self, pfn: Pfn) -> bool {
+        let p = self.frames.get(pfn);
+        let file = &self.files[p.owner as usize];
+        self.params.vm_exec_rules != 0 && file.exec && file.page_mapped(p.index)
+    }
+
     /// `folio_check_references` (5.15 `page_check_references`).
     fn folio_check_references(&mut self, pfn: Pfn) -> FolioReferences {
         let anon = !self.frames.get(pfn).test(pg::FILE);
@@ -250,12 +263,21 @@ impl Kernel {
         } else {
             self.file_referenced(pfn)
         };
+        let exec = !anon && self.vm_exec_file_page(pfn);
         let p = self.frames.get_mut(pfn);
         let referenced_page = p.test(pg::REFERENCED);
         p.clear(pg::REFERENCED);
         if referenced_ptes > 0 {
             p.set(pg::REFERENCED);
             if referenced_page || referenced_ptes > 1 {
+                return FolioReferences::Activate;
+            }
+            // 5.10 `page_check_references` (`VM_EXEC && !PageSwapBacked`),
+            // 6.1 `folio_check_references` (`VM_EXEC &&
+            // folio_is_file_lru`): a mapped executable file page is
+            // activated after its first referenced pass, not given a
+            // second trip round the inactive list.
+            if exec {
                 return FolioReferences::Activate;
             }
             return FolioReferences::Keep;
@@ -831,7 +853,8 @@ async fn wait_on_page_writeback(w: &World, pfn: Pfn) {
 }
 
 /// `shrink_active_list` (5.15): deactivates every isolated page except
-/// referenced executable file pages (none in these workloads).
+/// referenced executable file pages (program text, `crate::mm::text`),
+/// which go back to the active list (`nr_rotated`).
 pub(super) async fn shrink_active_list(
     w: &World,
     nr_to_scan: u64,
@@ -860,11 +883,18 @@ pub(super) async fn shrink_active_list(
     let n = pages.len() as u64;
     let c = {
         let mut k = w.k();
+        let mut rotated = 0u64;
         for &pfn in &pages {
             // folio_referenced() clears the young bits; the result only
-            // matters for VM_EXEC file pages (none here).
+            // matters for VM_EXEC file pages: 5.10 and 6.1
+            // shrink_active_list give a referenced one "one more trip
+            // around the active list" ("so that executable code get better
+            // chances to stay in memory"), anon VM_EXEC pages excluded.
             if k.frames.get(pfn).test(pg::FILE) {
-                let _ = k.file_referenced(pfn);
+                if k.file_referenced(pfn) > 0 && k.vm_exec_file_page(pfn) {
+                    rotated += 1;
+                    continue;
+                }
             } else {
                 let _ = k.anon_referenced(pfn);
             }
@@ -882,16 +912,18 @@ pub(super) async fn shrink_active_list(
         // spin_lock_irq(&lruvec->lru_lock), move_pages_to_lru and
         // NR_ISOLATED_* down).
         let walks = std::mem::take(&mut k.rmap_walks);
-        walks * k.params.cost_rmap_ns
+        (walks * k.params.cost_rmap_ns, rotated)
     };
+    let (c, rotated) = c;
     run_on_cpu(w, 0, c).await;
     let putback_spin = w.k().lru_lock(nid, memcg, n);
     run_on_cpu(w, 0, putback_spin).await;
     let mut k = w.k();
     k.move_folios_to_lru(nid, memcg, &pages);
     k.recycle_pfn_vec(pages);
-    k.count(Ev::Pgdeactivate, n);
-    k.count_memcg_events(memcg as u16, MemcgVm::Pgdeactivate, n);
+    // PGDEACTIVATE counts the pages moved to the inactive list only.
+    k.count(Ev::Pgdeactivate, n - rotated);
+    k.count_memcg_events(memcg as u16, MemcgVm::Pgdeactivate, n - rotated);
     let item = if lru.is_file() {
         NodeStat::NrIsolatedFile
     } else {
