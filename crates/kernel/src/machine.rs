@@ -249,6 +249,17 @@ pub struct Machine {
     /// guest has them on its own tools disk.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub text_device: Option<String>,
+    /// Whether the workers map their programs' text at all (`crate::mm::
+    /// text`; `--set sim.program_text=0` turns it off for any machine).
+    /// Default true. `slice-2021` says false: a sixteenth of a machine
+    /// divides its memory, CPUs and disk but cannot divide the text its
+    /// programs share, so its text would thrash at the slice's sixteenth
+    /// of the disk as it never does on the machine the slice stands for
+    /// (the quick variant's v5.15 refaulted 574,044 text pages in a main
+    /// job, `testbox-2021` 2,907 at full size; docs/fidelity.md, "Program
+    /// text on the slice").
+    #[serde(default = "yes", skip_serializing_if = "is_true")]
+    pub program_text: bool,
     /// The memory cgroup the workload runs in (as `reclaimlab run
     /// --memory` puts it), if any: every worker not placed in a cgroup of
     /// its own runs there, and the workload is sized to its limit.
@@ -391,6 +402,14 @@ fn two() -> u32 {
     2
 }
 
+fn yes() -> bool {
+    true
+}
+
+fn is_true(v: &bool) -> bool {
+    *v
+}
+
 fn is_zero(v: &u64) -> bool {
     *v == 0
 }
@@ -504,6 +523,7 @@ pub fn builtin_machines() -> Vec<Machine> {
             data_device: None,
             swap_device: None,
             text_device: None,
+            program_text: true,
             workload_cgroup: None,
             thp: None,
             boot_reserved_kib: 0,
@@ -538,6 +558,7 @@ pub fn builtin_machines() -> Vec<Machine> {
             data_device: None,
             swap_device: None,
             text_device: None,
+            program_text: false,
             workload_cgroup: None,
             thp: None,
             boot_reserved_kib: 0,
@@ -569,6 +590,7 @@ pub fn builtin_machines() -> Vec<Machine> {
             data_device: None,
             swap_device: None,
             text_device: None,
+            program_text: true,
             workload_cgroup: None,
             thp: None,
             boot_reserved_kib: 0,
@@ -602,6 +624,7 @@ pub fn builtin_machines() -> Vec<Machine> {
             data_device: None,
             swap_device: None,
             text_device: None,
+            program_text: true,
             workload_cgroup: None,
             thp: None,
             boot_reserved_kib: 0,
@@ -619,6 +642,7 @@ pub fn builtin_machines() -> Vec<Machine> {
             data_device: None,
             swap_device: None,
             text_device: None,
+            program_text: true,
             workload_cgroup: None,
             thp: None,
             boot_reserved_kib: 0,
@@ -660,6 +684,7 @@ pub fn builtin_machines() -> Vec<Machine> {
             data_device: None,
             swap_device: None,
             text_device: None,
+            program_text: true,
             workload_cgroup: None,
             thp: None,
             boot_reserved_kib: 0,

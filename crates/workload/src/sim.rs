@@ -199,7 +199,7 @@ fn start_workers(
         }
         {
             let mut k = w.k();
-            if k.params.program_text != 0 {
+            if k.params.program_text != 0 && k.machine.program_text {
                 let pages = crate::text::hot_pages(&mut k, spec.kind);
                 if !pages.is_empty() {
                     let (fast, period) = crate::text::hot_period(spec.kind);
@@ -577,7 +577,7 @@ pub fn run_step(
             .mem_cgroup_create(&cgroups)
             .expect("cgroups were checked with the spec");
     }
-    if w.k().params.program_text != 0 {
+    if w.k().params.program_text != 0 && w.k().machine.program_text {
         // The workers' programs, in the page cache as the booted system
         // left them (crate::text).
         crate::text::load_images(&mut w.k(), st.workers.iter().map(|s| s.kind));

@@ -48,3 +48,17 @@ fn text_pages_refault_as_workingset() {
     );
     assert!(s1 * 2 < r1, "few restores without the rules: {s1} of {r1}");
 }
+
+/// A machine that says `program_text = false` (as `slice-2021` does) maps
+/// no text: no file page refaults, the same as `sim.program_text=0`.
+#[test]
+fn a_machine_can_leave_program_text_out() {
+    let m = format!("program_text = false\n{M}");
+    let (c, _) = sim(&machine(&m), "v6.1", SPEC, 1, &[]);
+    assert_eq!(c.delta("workingset_refault_file"), 0);
+    let slice = reclaimlab_kernel::machine::builtin_machines()
+        .into_iter()
+        .find(|m| m.name == "slice-2021")
+        .expect("slice-2021 is built in");
+    assert!(!slice.program_text, "the slice leaves its text out");
+}
