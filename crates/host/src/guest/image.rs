@@ -128,6 +128,11 @@ pub struct Job {
     pub control_sysctls: Vec<(String, String)>,
     /// A workload spec's text, written to `/workload.toml` (None: stutterp).
     pub workload_spec: Option<String>,
+    /// Tracepoints the run asks for beyond [`crate::tracefs::RELEVANT_EVENTS`]
+    /// (`--set capture.events=…`), as `subsystem:event`: probed in the
+    /// guest's `available_events` with the others, so the host does not
+    /// report a captured one as missing.
+    pub extra_events: Vec<String>,
 }
 
 fn sh_quote(s: &str) -> String {
@@ -139,6 +144,28 @@ fn sh_quote(s: &str) -> String {
     } else {
         format!("'{}'", s.replace('\'', "'\\''"))
     }
+}
+
+/// The tracepoints the guest's facts probe: the runner's own
+/// ([`crate::tracefs::RELEVANT_EVENTS`]) and the run's extra ones that look
+/// like `subsystem:event` (lower-case letters, digits, `_`), each once.
+fn probed_events(extra: &[String]) -> Vec<String> {
+    let mut v: Vec<String> = crate::tracefs::RELEVANT_EVENTS
+        .iter()
+        .map(|e| e.to_string())
+        .collect();
+    for e in extra {
+        let ok = e.split_once(':').is_some_and(|(a, b)| {
+            !a.is_empty()
+                && !b.is_empty()
+                && e.bytes()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_' || c == b':')
+        });
+        if ok && !v.contains(e) {
+            v.push(e.clone());
+        }
+    }
+    v
 }
 
 /// The job script `/init` sources: swap on, data disk mounted, the guest's
@@ -160,8 +187,10 @@ pub fn job_script(job: &Job) -> String {
          } > /out/facts.txt\ncat /out/facts.txt\n",
     )
     // Every tracepoint a run may ask for, as `subsystem:event` (the form of
-    // available_events' lines), so the host can say which the kernel lacks.
-    .replace("EVENTS", &crate::tracefs::RELEVANT_EVENTS.join(" "));
+    // available_events' lines), so the host can say which the kernel lacks;
+    // a name that is not one (the user's) is left out rather than quoted
+    // into the script.
+    .replace("EVENTS", &probed_events(&job.extra_events).join(" "));
     if !job.control_args.is_empty() {
         s.push_str("cat > /control.toml <<'RECLAIMLAB_EOF'\n");
         s.push_str(&job.control_spec);
@@ -504,8 +533,18 @@ mod tests {
             ],
             control_sysctls: vec![("vm.dirty_ratio".into(), "60".into())],
             workload_spec: None,
+            extra_events: vec![
+                "vmscan:mm_shrink_slab_start".into(),
+                "x; rm -rf /".into(),
+                "vmscan:mm_vmscan_throttled".into(),
+            ],
         };
         let s = job_script(&j);
+        // A requested tracepoint outside the runner's list is probed too;
+        // something that is not a tracepoint name never reaches the script.
+        assert!(s.contains(" vmscan:mm_shrink_slab_start; do\n"), "{s}");
+        assert!(!s.contains("x; rm"));
+        assert_eq!(s.matches("vmscan:mm_vmscan_throttled").count(), 1);
         let c = s
             .find("reclaimlab run /control.toml --memory 128M")
             .unwrap();

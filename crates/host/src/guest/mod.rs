@@ -251,7 +251,19 @@ pub fn job_for(opts: &GuestOptions, name: &str, spec_text: Option<&str>) -> imag
         c.splice(2..2, scope.iter().map(|s| s.to_string()));
         c.push(format!("{name} control"));
     }
+    // The tracepoints asked for, as the runner will read them.
+    let asked = opts
+        .sets
+        .iter()
+        .rev()
+        .find(|(s, _)| s == "capture.events")
+        .map_or("default", |(_, v)| v.as_str());
+    let extra_events = crate::tracefs::requested_events(asked)
+        .into_iter()
+        .filter(|e| !crate::tracefs::RELEVANT_EVENTS.contains(&e.as_str()))
+        .collect();
     image::Job {
+        extra_events,
         control_args: c,
         control_spec: control_spec_text,
         workload_args: w,
@@ -532,6 +544,20 @@ mod tests {
         assert!(w.contains("--scope cgroup --memory 512M"), "{w}");
         assert!(!w.contains("stutterp.workers=2"), "{w}");
         assert!(j.control_args.is_empty());
+        assert!(
+            j.extra_events.is_empty(),
+            "the default events need no extra probe"
+        );
+        // Tracepoints asked for beyond the runner's list are probed too.
+        o.sets = vec![(
+            "capture.events".into(),
+            "vmscan:mm_vmscan_throttled,vmscan:mm_shrink_slab_start".into(),
+        )];
+        let j = job_for(&o, "n", None);
+        assert_eq!(
+            j.extra_events,
+            vec!["vmscan:mm_shrink_slab_start".to_string()]
+        );
     }
 
     #[test]
