@@ -656,15 +656,19 @@ pub(crate) async fn read_pages_of(w: &World, f: u32, mut pfns: Vec<Pfn>, index: 
     }
 }
 
+/// The start of a file fault on page `index` of file `f`: the fault
+/// counted (`PGFAULT`) and its CPU charged, then the page cache looked up
+/// (`filemap_get_folio`).
+pub(crate) fn file_fault_lookup(k: &mut Kernel, f: u32, index: u32) -> Option<Pfn> {
+    k.count_fault(Ev::Pgfault);
+    let c = k.params.cost_fault_ns;
+    k.charge_sys(c);
+    k.find_get_page(f, index)
+}
+
 /// `filemap_fault` for page `index` of file `f`, then maps it young.
 async fn filemap_fault(w: &World, f: u32, index: u32) -> FileOp {
-    let cached = {
-        let mut k = w.k();
-        k.count_fault(Ev::Pgfault);
-        let c = k.params.cost_fault_ns;
-        k.charge_sys(c);
-        k.find_get_page(f, index)
-    };
+    let cached = file_fault_lookup(&mut w.k(), f, index);
     let pfn = match cached {
         Some(p) => {
             wait_on_page_locked(w, p).await;

@@ -235,13 +235,7 @@ pub async fn touch_text(w: &World) -> FileOp {
 /// `filemap_add_folio` → `workingset_refault`), the contiguous runs are
 /// read, and the task waits for the run holding its page.
 pub async fn text_fault(w: &World, f: u32, index: u32) -> FileOp {
-    let cached = {
-        let mut k = w.k();
-        k.count_fault(Ev::Pgfault);
-        let c = k.params.cost_fault_ns;
-        k.charge_sys(c);
-        k.find_get_page(f, index)
-    };
+    let cached = super::filemap::file_fault_lookup(&mut w.k(), f, index);
     if let Some(p) = cached {
         {
             let mut k = w.k();
