@@ -41,8 +41,7 @@ fn text_pages_refault_as_workingset() {
     // Without them a referenced text page gets a second trip round the
     // inactive list and is deactivated at every active scan: more of it is
     // evicted, and what comes back had mostly not been active (measured:
-    // 469/469/469 with the rules, 900/900/378 without, periods in CPU
-    // time; 330/330/330 and 742/489/35 with them in wall time).
+    // 330/330/330 with the rules, 742/489/35 without).
     assert!(
         r1 > refault,
         "more refaults without the rules: {r1} vs {refault}"

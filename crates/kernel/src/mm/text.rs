@@ -20,17 +20,13 @@
 //! inactive list, kept on the active list while referenced.
 //!
 //! How often: the first `fast` hot pages (an innermost loop's) at every
-//! safe point, the others at the first safe point after the task has run
-//! `period_ns` or more of CPU time (user and system) since their last
-//! reference (the smallest of the measured windows, 10 ms, 100 ms and 1 s,
-//! in which a worker referenced its whole hot set in every trial, measured
-//! while it ran on a CPU of its own, so that wall time was its CPU time).
-//! Counted in the task's CPU time, the period follows what the program
-//! executes: a machine whose `cost.*` are slower (a TCG guest's
-//! `cpu-slowdown`) goes through its loops, and so its text, more slowly,
-//! and a task that does not run (blocked in reclaim's waits, waiting for
-//! I/O) references nothing, so its text ages on the LRU lists.
-//! Simplifications: no fault-around (`filemap_map_pages`: each page is mapped by its
+//! safe point, the others at the first safe point `period_ns` or more of
+//! simulated time after their last reference (the smallest of the measured
+//! windows, 10 ms, 100 ms and 1 s, in which a worker referenced its whole
+//! hot set in every trial). A task that does not run (blocked in reclaim,
+//! waiting for I/O) references nothing, so its text ages on the LRU lists.
+//! Simplifications: the period is wall time of the measuring host, not
+//! scaled by a machine's CPU speed; no fault-around (`filemap_map_pages`: each page is mapped by its
 //! own fault), no async readahead (`PG_readahead`), the read-around's
 //! pages are allocated like the faulting page (the kernel's readahead
 //! allocations add `__GFP_NORETRY`). `mmap_miss` is kept per task and
@@ -61,12 +57,10 @@ pub struct TaskText {
     /// The first `fast` of them are referenced at every safe point (the
     /// innermost loop's).
     pub fast: usize,
-    /// The others are referenced at the first safe point after the task
-    /// has run this long (ns of its CPU time, user and system) since their
-    /// last reference.
+    /// The others are referenced at the first safe point at least this
+    /// long (ns, simulated time) after their last reference.
     pub period_ns: u64,
-    /// The task's CPU time (user + system, ns) when the others were last
-    /// referenced (`None`: not yet).
+    /// When the others were last referenced (`None`: not yet).
     pub touched_at: Option<u64>,
     /// The task's `user_ns` at its last safe point.
     pub touched_user_ns: u64,
@@ -192,15 +186,15 @@ pub async fn touch_text(w: &World) -> FileOp {
     let to = {
         let mut k = w.k();
         let t = k.exec.current() as usize;
-        let (user, cpu) = (k.tasks[t].user_ns, k.tasks[t].user_ns + k.tasks[t].sys_ns);
+        let (user, now) = (k.tasks[t].user_ns, k.exec.now());
         match k.tasks[t].text.as_mut() {
             Some(text) if text.touched_user_ns != user => {
                 text.touched_user_ns = user;
                 if text
                     .touched_at
-                    .is_none_or(|at| cpu.saturating_sub(at) >= text.period_ns)
+                    .is_none_or(|at| now.saturating_sub(at) >= text.period_ns)
                 {
-                    text.touched_at = Some(cpu);
+                    text.touched_at = Some(now);
                     text.pages.len()
                 } else {
                     text.fast
