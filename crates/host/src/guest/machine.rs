@@ -636,7 +636,8 @@ pub fn record_machine(dir: &std::path::Path) -> Option<Result<(String, Option<St
             }
         }
         if g.thp.is_none() {
-            with.thp = record_thp(dir);
+            // The run.json read above: its params.thp.enabled (record_thp).
+            with.thp = v["params"]["thp.enabled"].as_str().and_then(thp_mode);
             if let Some(t) = with.thp {
                 notes.push(format!("thp={t} from the record's thp.enabled"));
             }
@@ -665,7 +666,6 @@ pub fn record_thp(dir: &std::path::Path) -> Option<&'static str> {
 /// MemTotal or no `vmstat.csv`; an error when they are there but do not
 /// make sense.
 pub fn record_boot_memory(dir: &std::path::Path) -> Result<Option<(u64, u64)>> {
-    use std::io::BufRead;
     let rj = dir.join("run.json");
     let v: serde_json::Value = std::fs::read_to_string(&rj)
         .map_err(|e| e.to_string())
@@ -693,14 +693,7 @@ pub fn record_boot_memory(dir: &std::path::Path) -> Result<Option<(u64, u64)>> {
             fix,
         )
     })?;
-    let mut lines = std::io::BufReader::new(f).lines();
-    let mut next = || lines.next().and_then(|l| l.ok()).unwrap_or_default();
-    let (head, row) = (next(), next());
-    let free = head
-        .split(',')
-        .position(|h| h.trim() == "nr_free_pages")
-        .and_then(|i| row.split(',').nth(i))
-        .and_then(|v| v.trim().parse::<u64>().ok());
+    let free = first_sample(f, "nr_free_pages");
     let total_kb = total_b >> 10;
     match free {
         Some(free) if free * 4 <= total_kb && total_b & 4095 == 0 => {
@@ -716,22 +709,28 @@ pub fn record_boot_memory(dir: &std::path::Path) -> Result<Option<(u64, u64)>> {
     }
 }
 
+/// The value of column `name` in the first sample (the row after the
+/// header) of a record's `vmstat.csv`, if it has that column and a number
+/// there.
+fn first_sample(f: std::fs::File, name: &str) -> Option<u64> {
+    use std::io::BufRead;
+    let mut lines = std::io::BufReader::new(f).lines();
+    let mut next = || lines.next().and_then(|l| l.ok()).unwrap_or_default();
+    let (head, row) = (next(), next());
+    head.split(',')
+        .position(|h| h.trim() == name)
+        .and_then(|i| row.split(',').nth(i))
+        .and_then(|v| v.trim().parse::<u64>().ok())
+}
+
 /// `m` with `slab-kb=` from record `dir`: `nr_slab_reclaimable` x 4 of
 /// the first row of its `vmstat.csv`, when the record has it and it fits
 /// the machine's `boot-used-kb=` (else `m` unchanged).
 pub fn with_record_slab(m: GuestMachine, dir: &std::path::Path) -> GuestMachine {
-    use std::io::BufRead;
     let Ok(f) = std::fs::File::open(dir.join("vmstat.csv")) else {
         return m;
     };
-    let mut lines = std::io::BufReader::new(f).lines();
-    let mut next = || lines.next().and_then(|l| l.ok()).unwrap_or_default();
-    let (head, row) = (next(), next());
-    let pages = head
-        .split(',')
-        .position(|h| h.trim() == "nr_slab_reclaimable")
-        .and_then(|i| row.split(',').nth(i))
-        .and_then(|v| v.trim().parse::<u64>().ok());
+    let pages = first_sample(f, "nr_slab_reclaimable");
     match pages {
         Some(p) if p > 0 && p * 4 <= m.boot_used_kb.unwrap_or(0) => GuestMachine {
             slab_kb: Some(p * 4),

@@ -92,23 +92,19 @@ impl Kernel {
             let mut sbk = SuperBlock::os(fs, shrinker, s.delete_inode);
             sbk.referenced_extents = s.referenced_extents;
             self.supers.push(sbk);
+            // An object of cache `c`: from a partial slab, else from a new
+            // slab page taken off the memory in use at boot.
+            let mut alloc = |k: &mut Kernel, c: Cache| match k.kmem_cache_alloc_partial(c) {
+                Some(o) => Some(o),
+                None if slab_page(k, c) => {
+                    on_lru_pages += 1;
+                    k.kmem_cache_alloc_partial(c)
+                }
+                None => None,
+            };
             for _ in 0..s.unused_dentries {
-                let d = match self.kmem_cache_alloc_partial(Cache::Dentry) {
-                    Some(o) => Some(o),
-                    None if slab_page(&mut self, Cache::Dentry) => {
-                        on_lru_pages += 1;
-                        self.kmem_cache_alloc_partial(Cache::Dentry)
-                    }
-                    None => None,
-                };
-                let i = match self.kmem_cache_alloc_partial(Cache::Inode) {
-                    Some(o) => Some(o),
-                    None if slab_page(&mut self, Cache::Inode) => {
-                        on_lru_pages += 1;
-                        self.kmem_cache_alloc_partial(Cache::Inode)
-                    }
-                    None => None,
-                };
+                let d = alloc(&mut self, Cache::Dentry);
+                let i = alloc(&mut self, Cache::Inode);
                 let (Some(d), Some(i)) = (d, i) else {
                     // Not enough memory in use at boot for them (the
                     // machine check keeps this from happening).
