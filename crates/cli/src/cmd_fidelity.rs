@@ -115,12 +115,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         let suite = suite::load_suite(file)?;
         // The suite's pairs follow those given before it.
         let first = pairs.len();
-        generations.extend(
-            suite
-                .generations
-                .iter()
-                .map(|&(o, n)| (first + o, first + n)),
-        );
+        generations.extend(suite.generations.iter().map(|(o, n)| {
+            let shift = |v: &[usize]| v.iter().map(|i| first + i).collect::<Vec<_>>();
+            (shift(o), shift(n))
+        }));
         for (s, r) in &suite.pairs {
             pairs.push((side(s)?, side(r)?));
         }

@@ -11,10 +11,22 @@
 //! stall reasons, whose points say more than a direction, nor distances).
 //! A count below [`MIN_COUNT`] on both kernels has no direction either: a
 //! handful of events (3 against 0 pages reclaimed immediately) is noise.
+//!
+//! One run of each kernel cannot tell a difference between the kernels from
+//! one between two runs: two runs of the same guest case have differed by a
+//! factor of two in swap-ins (docs/fidelity.md). So a side may hold several
+//! runs (replicates): the means are compared against the band, and with two
+//! runs or more on both sides a move past the band counts only if mmtests'
+//! t-test (`stats::ttest`, p < 0.10, the rule behind its `*` marks) finds
+//! it; otherwise it is `noise`, not scored. The simulated side follows the
+//! same rule over its own runs (one per real record, each on that record's
+//! machine), so a simulated difference that the machines' spread explains
+//! does not count as a direction either.
 
 use serde::Serialize;
 
 use super::{Kind, PairReport, Row};
+use crate::stats::{amean, stddev, ttest, MeanSd};
 
 /// Counts under this on both sides of a comparison are flat: their Poisson
 /// noise alone is 10 % or more.
@@ -73,29 +85,64 @@ pub struct DirectionRow {
     pub key: String,
     /// Label.
     pub label: String,
-    /// Real values, older and newer kernel.
+    /// Real values, older and newer kernel (the mean of the runs).
     pub real: (f64, f64),
-    /// Simulated values (`null` where the simulated record lacks the figure).
+    /// Simulated values (`null` where a simulated record lacks the figure).
     pub sim: (Option<f64>, Option<f64>),
     /// The real kernels' direction.
     pub real_direction: Direction,
     /// The simulated direction (`null` without both simulated values).
     pub sim_direction: Option<Direction>,
+    /// With runs to test: the real means' p-value (`null` with one run a
+    /// side, or where the means are within the band).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub real_p: Option<f64>,
+    /// The same for the simulated runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sim_p: Option<f64>,
+    /// The real means moved past the band but the runs' spread explains it
+    /// (t-test p >= 0.10): `flat`, shown as `noise`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub real_noise: bool,
+    /// The same for the simulated runs.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub sim_noise: bool,
     /// Whether they agree; `null` where the real kernels do not differ
     /// (flat) or the simulation lacks the figure: not scored.
     pub agree: Option<bool>,
 }
 
-/// Two pairs of one workload on an older and a newer kernel, compared.
+impl DirectionRow {
+    /// The real direction's word: `noise` for a move the runs' spread explains.
+    pub fn real_word(&self) -> &'static str {
+        if self.real_noise {
+            "noise"
+        } else {
+            self.real_direction.word()
+        }
+    }
+    /// The simulated direction's word (`-` without it).
+    pub fn sim_word(&self) -> &'static str {
+        match self.sim_direction {
+            _ if self.sim_noise => "noise",
+            Some(d) => d.word(),
+            None => "-",
+        }
+    }
+}
+
+/// Pairs of one workload on an older and a newer kernel, compared.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Generations {
-    /// The older pair's real side: name (kernel), record.
+    /// The older pairs' real side: name (kernel), record (the first run's).
     pub older: String,
-    /// The newer pair's real side.
+    /// The newer pairs' real side.
     pub newer: String,
+    /// Runs (pairs) on each side: older, newer.
+    pub runs: (usize, usize),
     /// The band, %.
     pub band_pct: f64,
-    /// Every figure both real records have, in the older pair's order.
+    /// Every figure all real records have, in the first older pair's order.
     pub rows: Vec<DirectionRow>,
     /// Scored rows (the real kernels differ and the simulation has both
     /// values) whose directions agree.
@@ -108,48 +155,123 @@ fn directional(r: &Row) -> bool {
     !matches!(r.kind, Kind::Share | Kind::Distance)
 }
 
-/// Compares the pair on the older kernel with the pair on the newer one.
-pub fn compare_generations(older: &PairReport, newer: &PairReport, band_pct: f64) -> Generations {
+/// A direction from runs of each kernel: the means against the band (and
+/// [`MIN_COUNT`] for counts), then, with two runs or more a side, the
+/// t-test. Returns the direction, the p-value if tested, and whether a move
+/// past the band was found to be noise.
+fn runs_direction(
+    older: &[f64],
+    newer: &[f64],
+    kind: Kind,
+    band_pct: f64,
+) -> (Direction, Option<f64>, bool) {
+    let (Some(a), Some(b)) = (amean(older), amean(newer)) else {
+        return (Direction::Flat, None, false);
+    };
+    let moved = if kind == Kind::Count && a.max(b) < MIN_COUNT {
+        Direction::Flat
+    } else {
+        direction(a, b, band_pct)
+    };
+    if moved == Direction::Flat || older.len() < 2 || newer.len() < 2 {
+        return (moved, None, false);
+    }
+    let side = |v: &[f64], mean: f64| MeanSd {
+        mean,
+        sd: stddev(v).unwrap_or(0.0),
+        n: v.len(),
+    };
+    match ttest(side(older, a), side(newer, b)) {
+        Some(t) if !t.significant => (Direction::Flat, Some(t.p), true),
+        Some(t) => (moved, Some(t.p), false),
+        None => (moved, None, false),
+    }
+}
+
+/// Compares the pairs on the older kernel with the pairs on the newer one
+/// (one or more runs each; every slice non-empty).
+pub fn compare_generations(
+    older: &[&PairReport],
+    newer: &[&PairReport],
+    band_pct: f64,
+) -> Generations {
     let mut rows = Vec::new();
-    for o in older.rows.iter().filter(|r| directional(r)) {
-        let Some(n) = newer.rows.iter().find(|n| n.key == o.key) else {
-            continue;
+    let Some(first) = older.first() else {
+        return Generations {
+            older: String::new(),
+            newer: String::new(),
+            runs: (0, newer.len()),
+            band_pct,
+            rows,
+            agree: 0,
+            of: 0,
         };
-        let (Some(ro), Some(rn)) = (o.real, n.real) else {
-            continue;
-        };
-        let dir = |a: f64, b: f64| {
-            if o.kind == Kind::Count && a.max(b) < MIN_COUNT {
-                Direction::Flat
-            } else {
-                direction(a, b, band_pct)
+    };
+    // The figure in every pair of a side, real and simulated; a figure some
+    // real record lacks is left out, one a simulated record lacks has no
+    // simulated direction.
+    let values = |side: &[&PairReport], key: &str| -> Option<(Vec<f64>, Option<Vec<f64>>)> {
+        let mut real = Vec::new();
+        let mut sim = Some(Vec::new());
+        for p in side {
+            let r = p.rows.iter().find(|r| r.key == key)?;
+            real.push(r.real?);
+            match (&mut sim, r.sim) {
+                (Some(v), Some(x)) => v.push(x),
+                _ => sim = None,
             }
+        }
+        Some((real, sim))
+    };
+    for o in first.rows.iter().filter(|r| directional(r)) {
+        let (Some((ro, so)), Some((rn, sn))) = (values(older, &o.key), values(newer, &o.key))
+        else {
+            continue;
         };
-        let real_direction = dir(ro, rn);
-        let sim_direction = match (o.sim, n.sim) {
-            (Some(a), Some(b)) => Some(dir(a, b)),
-            _ => None,
+        let (real_direction, real_p, real_noise) = runs_direction(&ro, &rn, o.kind, band_pct);
+        let (sim_direction, sim_p, sim_noise) = match (&so, &sn) {
+            (Some(a), Some(b)) => {
+                let (d, p, n) = runs_direction(a, b, o.kind, band_pct);
+                (Some(d), p, n)
+            }
+            _ => (None, None, false),
         };
         let agree = match (real_direction, sim_direction) {
             (Direction::Flat, _) | (_, None) => None,
             (r, Some(s)) => Some(r == s),
         };
+        let mean = |v: &Option<Vec<f64>>| v.as_deref().and_then(amean);
         rows.push(DirectionRow {
             key: o.key.clone(),
             label: o.label.clone(),
-            real: (ro, rn),
-            sim: (o.sim, n.sim),
+            real: (amean(&ro).unwrap_or(0.0), amean(&rn).unwrap_or(0.0)),
+            sim: (mean(&so), mean(&sn)),
             real_direction,
             sim_direction,
+            real_p,
+            sim_p,
+            real_noise,
+            sim_noise,
             agree,
         });
     }
     let of = rows.iter().filter(|r| r.agree.is_some()).count();
     let agree = rows.iter().filter(|r| r.agree == Some(true)).count();
-    let side = |p: &PairReport| format!("{} ({}), {}", p.real.name, p.real.kernel, p.real.source);
+    let side = |ps: &[&PairReport]| match ps {
+        [p] => format!("{} ({}), {}", p.real.name, p.real.kernel, p.real.source),
+        [p, ..] => format!(
+            "{} ({}), {} and {} more run(s)",
+            p.real.name,
+            p.real.kernel,
+            p.real.source,
+            ps.len() - 1
+        ),
+        [] => String::new(),
+    };
     Generations {
         older: side(older),
         newer: side(newer),
+        runs: (older.len(), newer.len()),
         band_pct,
         rows,
         agree,
@@ -171,5 +293,42 @@ mod tests {
         assert_eq!(direction(0.0, 3.0, 10.0), Direction::Up);
         assert_eq!(direction(3.0, 0.0, 10.0), Direction::Down);
         assert_eq!(direction(0.0, 0.0, 10.0), Direction::Flat);
+    }
+
+    #[test]
+    fn replicates_turn_a_move_their_spread_explains_into_noise() {
+        // Means 100 -> 130 (past the band) with runs that overlap: noise.
+        let (d, p, noise) = runs_direction(
+            &[60.0, 100.0, 140.0],
+            &[90.0, 130.0, 170.0],
+            Kind::Count,
+            10.0,
+        );
+        assert_eq!((d, noise), (Direction::Flat, true));
+        assert!(p.unwrap() > 0.10);
+        // The same means with tight runs: a direction.
+        let (d, p, noise) = runs_direction(
+            &[99.0, 100.0, 101.0],
+            &[129.0, 130.0, 131.0],
+            Kind::Count,
+            10.0,
+        );
+        assert_eq!((d, noise), (Direction::Up, false));
+        assert!(p.unwrap() < 0.10);
+        // One run a side: the band alone, untested.
+        assert_eq!(
+            runs_direction(&[100.0], &[130.0], Kind::Count, 10.0),
+            (Direction::Up, None, false)
+        );
+        // Within the band: flat, untested, whatever the spread.
+        assert_eq!(
+            runs_direction(&[100.0, 101.0], &[104.0, 105.0], Kind::Count, 10.0),
+            (Direction::Flat, None, false)
+        );
+        // Small counts have no direction.
+        assert_eq!(
+            runs_direction(&[10.0, 11.0], &[50.0, 51.0], Kind::Count, 10.0),
+            (Direction::Flat, None, false)
+        );
     }
 }

@@ -359,11 +359,11 @@ pub fn fidelity_report(
 }
 
 /// [`fidelity_report`], and for each `(older, newer)` (indices into
-/// `pairs`) the direction of every difference between the two kernels,
-/// real against simulated.
+/// `pairs`: one run or several of each kernel) the direction of every
+/// difference between the two kernels, real against simulated.
 pub fn fidelity_report_with_generations(
     pairs: &[(Side, Side)],
-    generations: &[(usize, usize)],
+    generations: &[(Vec<usize>, Vec<usize>)],
     tol: Tolerance,
 ) -> Result<FidelityReport, PairError> {
     let scored = pairs
@@ -371,14 +371,29 @@ pub fn fidelity_report_with_generations(
         .map(|(s, r)| score_pair(s, r, tol))
         .collect::<Result<Vec<_>, _>>()?;
     let total = total_summary(&scored);
+    let side = |ix: &[usize]| -> Result<Vec<&PairReport>, PairError> {
+        if ix.is_empty() {
+            return Err(PairError("generations: a side without runs".into()));
+        }
+        ix.iter()
+            .map(|&i| {
+                scored.get(i).ok_or_else(|| {
+                    PairError(format!(
+                        "generations: pair {i}: no such pair among the {}",
+                        scored.len()
+                    ))
+                })
+            })
+            .collect()
+    };
     let generations = generations
         .iter()
-        .map(|&(o, n)| match (scored.get(o), scored.get(n)) {
-            (Some(o), Some(n)) => Ok(directions::compare_generations(o, n, tol.direction_pct)),
-            _ => Err(PairError(format!(
-                "generations ({o}, {n}): no such pair among the {}",
-                scored.len()
-            ))),
+        .map(|(o, n)| {
+            Ok(directions::compare_generations(
+                &side(o)?,
+                &side(n)?,
+                tol.direction_pct,
+            ))
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(FidelityReport {

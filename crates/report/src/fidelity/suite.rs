@@ -27,13 +27,31 @@ struct SuiteFile {
     generations: Vec<GenerationsFile>,
 }
 
-/// Two pairs of one workload on an older and a newer kernel, named by their
-/// real records.
+/// Pairs of one workload on an older and a newer kernel, named by their
+/// real records: one record a side, or several runs of each (replicates),
+/// whose spread decides which differences are more than noise.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct GenerationsFile {
-    older: PathBuf,
-    newer: PathBuf,
+    older: Records,
+    newer: Records,
+}
+
+/// One real record, or a list of runs of the same case.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Records {
+    One(PathBuf),
+    Many(Vec<PathBuf>),
+}
+
+impl Records {
+    fn paths(&self) -> &[PathBuf] {
+        match self {
+            Records::One(p) => std::slice::from_ref(p),
+            Records::Many(v) => v,
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -59,9 +77,9 @@ pub struct Suite {
     /// against each.
     pub letters: Vec<(PathBuf, Vec<PathBuf>)>,
     /// `[[generations]]`: pairs of `pairs` (indices), the older kernel's
-    /// and the newer's, whose differences are compared direction by
-    /// direction.
-    pub generations: Vec<(usize, usize)>,
+    /// and the newer's (one or more runs each), whose differences are
+    /// compared direction by direction.
+    pub generations: Vec<(Vec<usize>, Vec<usize>)>,
 }
 
 /// Parses a suite; `path` names it in errors and anchors relative paths.
@@ -94,10 +112,38 @@ pub fn parse_suite(text: &str, path: &Path) -> Result<Suite, LetterError> {
             ))
         })
     };
+    let side = |rs: &Records, which: &str| -> Result<Vec<usize>, LetterError> {
+        if rs.paths().is_empty() {
+            return Err(err(format!(
+                "[[generations]] {which} = []: name at least one real record"
+            )));
+        }
+        let mut v = Vec::new();
+        for p in rs.paths() {
+            let i = index(p, which)?;
+            if v.contains(&i) {
+                return Err(err(format!(
+                    "[[generations]] {which} names `{}` twice: each run counts once",
+                    p.display()
+                )));
+            }
+            v.push(i);
+        }
+        Ok(v)
+    };
     let generations = f
         .generations
         .iter()
-        .map(|g| Ok((index(&g.older, "older")?, index(&g.newer, "newer")?)))
+        .map(|g| {
+            let (o, n) = (side(&g.older, "older")?, side(&g.newer, "newer")?);
+            if let Some(&i) = o.iter().find(|i| n.contains(i)) {
+                return Err(err(format!(
+                    "[[generations]]: `{}` is both older and newer",
+                    pairs[i].1.display()
+                )));
+            }
+            Ok((o, n))
+        })
         .collect::<Result<Vec<_>, LetterError>>()?;
     Ok(Suite {
         generations,
@@ -146,7 +192,33 @@ mod tests {
             Path::new("suites/suite.toml"),
         )
         .unwrap();
-        assert_eq!(g.generations, [(0, 1)]);
+        assert_eq!(g.generations, [(vec![0], vec![1])]);
+        // Replicates: lists of runs a side; a run named twice, or on both
+        // sides, is refused.
+        let two = "schema = 'reclaimlab.fidelity-suite/1'\n[[pair]]\nsim = 'a'\nreal = 'r/o1'\n[[pair]]\nsim = 'b'\nreal = 'r/o2'\n[[pair]]\nsim = 'c'\nreal = 'r/n1'\n[[generations]]\n";
+        let g = parse_suite(
+            &format!("{two}older = ['r/o1', 'r/o2']\nnewer = 'r/n1'\n"),
+            Path::new("s.toml"),
+        )
+        .unwrap();
+        assert_eq!(g.generations, [(vec![0, 1], vec![2])]);
+        for (bad, says) in [
+            (
+                "older = ['r/o1', 'r/o1']\nnewer = 'r/n1'\n",
+                "names `r/o1` twice",
+            ),
+            (
+                "older = ['r/o1']\nnewer = ['r/n1', 'r/o1']\n",
+                "is both older and newer",
+            ),
+            (
+                "older = []\nnewer = 'r/n1'\n",
+                "name at least one real record",
+            ),
+        ] {
+            let e = parse_suite(&format!("{two}{bad}"), Path::new("s.toml")).unwrap_err();
+            assert!(e.to_string().contains(says), "{e}");
+        }
         let e = parse_suite(
             "schema = 'reclaimlab.fidelity-suite/1'\n[[pair]]\nsim = 'a'\nreal = 'r/old'\n[[generations]]\nolder = 'r/old'\nnewer = 'r/gone'\n",
             Path::new("s.toml"),

@@ -405,7 +405,8 @@ fn generation_directions_are_compared_figure_by_figure() {
     let mut sim_new = fixture("base");
     set(&mut sim_new, scanned, before / 2.0);
     let pairs = [(sim_old, real_old), (sim_new, real_new)];
-    let rep = fidelity_report_with_generations(&pairs, &[(0, 1)], Tolerance::default()).unwrap();
+    let rep = fidelity_report_with_generations(&pairs, &[(vec![0], vec![1])], Tolerance::default())
+        .unwrap();
     let g = &rep.generations[0];
     let r = g.rows.iter().find(|r| r.key == scanned).unwrap();
     assert_eq!(r.real_direction, directions::Direction::Up);
@@ -421,9 +422,13 @@ fn generation_directions_are_compared_figure_by_figure() {
     // Same direction: agrees. A pair index out of range is refused.
     let mut pairs = pairs;
     set(&mut pairs[1].0, scanned, before * 3.0);
-    let rep = fidelity_report_with_generations(&pairs, &[(0, 1)], Tolerance::default()).unwrap();
+    let rep = fidelity_report_with_generations(&pairs, &[(vec![0], vec![1])], Tolerance::default())
+        .unwrap();
     assert_eq!((rep.generations[0].agree, rep.generations[0].of), (1, 1));
-    assert!(fidelity_report_with_generations(&pairs, &[(0, 2)], Tolerance::default()).is_err());
+    assert!(
+        fidelity_report_with_generations(&pairs, &[(vec![0], vec![2])], Tolerance::default())
+            .is_err()
+    );
     // The JSON carries them; a report without them has no key.
     let json = String::from_utf8(render_fidelity_json(&rep)).unwrap();
     assert!(json.contains("\"generations\"") && json.contains("\"real_direction\": \"up\""));
@@ -431,4 +436,73 @@ fn generation_directions_are_compared_figure_by_figure() {
     assert!(!String::from_utf8(render_fidelity_json(&plain))
         .unwrap()
         .contains("\"generations\""));
+}
+
+/// Replicates: with two runs of each kernel, a difference of the means that
+/// the runs' spread explains is noise (not scored), one they do not explain
+/// is a direction.
+#[test]
+fn generation_replicates_tell_noise_from_a_direction() {
+    let scanned = "ops.direct_pages_scanned";
+    let base = fixture("base")
+        .figures
+        .iter()
+        .find(|f| f.key == scanned)
+        .unwrap()
+        .value;
+    let run = |real: f64, sim: f64| {
+        let (mut s, mut r) = (fixture("base"), fixture("base"));
+        set(&mut r, scanned, base * real);
+        set(&mut s, scanned, base * sim);
+        (s, r)
+    };
+    // Real: 1.0, 1.6 -> 1.4, 2.0 (means +40 %, spread as large): noise.
+    // Simulated: 1.0, 1.01 -> 1.5, 1.51: a clear rise.
+    let pairs = [run(1.0, 1.0), run(1.6, 1.01), run(1.4, 1.5), run(2.0, 1.51)];
+    let rep =
+        fidelity_report_with_generations(&pairs, &[(vec![0, 1], vec![2, 3])], Tolerance::default())
+            .unwrap();
+    let g = &rep.generations[0];
+    assert_eq!(g.runs, (2, 2));
+    let r = g.rows.iter().find(|r| r.key == scanned).unwrap();
+    assert!(
+        (r.real.0 - base * 1.3).abs() < 1e-6 * base,
+        "the mean of the runs"
+    );
+    assert_eq!(
+        (r.real_direction, r.real_noise, r.real_word()),
+        (directions::Direction::Flat, true, "noise")
+    );
+    assert!(r.real_p.unwrap() >= 0.10);
+    assert_eq!(
+        (r.sim_direction, r.sim_word()),
+        (Some(directions::Direction::Up), "up")
+    );
+    assert_eq!(r.agree, None, "noise is not scored");
+    // Tight real runs make it a direction, which the simulation matches.
+    let pairs = [
+        run(1.0, 1.0),
+        run(1.02, 1.01),
+        run(1.4, 1.5),
+        run(1.42, 1.51),
+    ];
+    let rep =
+        fidelity_report_with_generations(&pairs, &[(vec![0, 1], vec![2, 3])], Tolerance::default())
+            .unwrap();
+    let r = rep.generations[0]
+        .rows
+        .iter()
+        .find(|r| r.key == scanned)
+        .unwrap();
+    assert_eq!(
+        (r.real_direction, r.agree),
+        (directions::Direction::Up, Some(true))
+    );
+    let text = crate::format::fidelity_text::render_fidelity_text(&rep);
+    assert!(text.contains("2 and 2 runs"), "{text}");
+    // A side without runs is refused.
+    assert!(
+        fidelity_report_with_generations(&pairs, &[(vec![], vec![2])], Tolerance::default())
+            .is_err()
+    );
 }

@@ -130,10 +130,10 @@ fn generations_html(out: &mut String, g: &Generations) {
             esc_fit(&r.label),
             esc(&value(Some(r.real.0))),
             esc(&value(Some(r.real.1))),
-            r.real_direction.word(),
+            r.real_word(),
             esc(&value(r.sim.0)),
             esc(&value(r.sim.1)),
-            r.sim_direction.map_or("-", |d| d.word()),
+            r.sim_word(),
             direction_word(r)
         );
     }

@@ -210,8 +210,16 @@ pub(crate) fn generations_total_line(gs: &[Generations]) -> Option<String> {
 
 /// The heading line of a generation comparison.
 pub(crate) fn generations_heading(g: &Generations) -> String {
+    let tested = if g.runs.0 >= 2 && g.runs.1 >= 2 {
+        format!(
+            "; {} and {} runs: a change the t-test does not find (p >= 0.10) is noise",
+            g.runs.0, g.runs.1
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "Generations: {} -> {} (a change under {} % is flat)",
+        "Generations: {} -> {} (a change under {} % is flat{tested})",
         g.older, g.newer, g.band_pct
     )
 }
@@ -247,10 +255,10 @@ fn generations_text(out: &mut String, g: &Generations) {
             fit_to(&r.label, 40),
             value(Some(r.real.0)),
             value(Some(r.real.1)),
-            r.real_direction.word(),
+            r.real_word(),
             value(r.sim.0),
             value(r.sim.1),
-            r.sim_direction.map_or("-", |d| d.word()),
+            r.sim_word(),
             direction_word(r)
         );
     }
