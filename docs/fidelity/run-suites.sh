@@ -23,6 +23,18 @@ for k in 5.10:v5.10 6.1:v6.1 5.10-nothp:v5.10 6.1-nothp:v6.1; do
         --set stutterp.workers=2 --set stutterp.warmup_s=5 --set stutterp.duration_s=120 \
         --out out/fidelity/$r --force
 done
+# Held out, replicates (2026-11-28, third session): two more runs of each
+# THPs-off guest on a quiet host, so that a difference between the kernels
+# can be told from one between runs (docs/fidelity.md, "Replicates").
+for k in 5.10:v5.10 6.1:v6.1; do
+    g=${k%%:*}; p=${k##*:}
+    for x in b c; do
+        r=guest-$g-stutterp-nothp-$x
+        $R sim stutterp --machine docs/fidelity/records/$r --kernel $p \
+            --set stutterp.workers=2 --set stutterp.warmup_s=5 --set stutterp.duration_s=120 \
+            --out out/fidelity/$r --force
+    done
+done
 # Other workloads (2026-11-27, late): mapped-file-stream and dirty-pressure,
 # on the host in a memory cgroup (tuning) and in both generations' guests
 # with THPs off (held out).
