@@ -16,6 +16,7 @@
 //! 7. Undo everything in reverse, also on Ctrl-C, SIGTERM or a panic.
 
 mod hostload;
+mod kthreads;
 mod oomwork;
 mod prepare;
 mod setup;
@@ -810,6 +811,8 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
     // 5. The steps.
     let mut steps: Vec<Step> = Vec::new();
     let mut tasks: Vec<TaskTime> = Vec::new();
+    // kswapd's CPU per step, listed after the duration is summed (kthreads.rs).
+    let mut kthread_tasks: Vec<TaskTime> = Vec::new();
     let mut latency_samples = 0u64;
     let mut failure: Option<HostError> = None;
     let mut interrupted = false;
@@ -861,6 +864,7 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
         let t = work.step;
         cur_step.store(t, Ordering::Relaxed);
         let start_ns = sys::mono_ns();
+        let kthreads0 = kthreads::snapshot();
         say(&format!(
             "step {t}: {}; warmup {warmup} s, duration {duration_s} s",
             work.describe
@@ -887,6 +891,7 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
             Ok(false) => interrupted = true,
             Err(e) => failure = Some(e),
         }
+        kthread_tasks.extend(kthreads::step_tasks(&kthreads0, &kthreads::snapshot(), t));
         // fio's job processes, listed before the kill: the runner reaps them
         // after fio, for their CPU (children.rs says why).
         let fio_jobs: Vec<(u32, Vec<u32>)> = pids
@@ -1071,6 +1076,8 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
                 .iter()
                 .fold((0.0, 0.0), |(u, s), t| (u + t.user_s, s + t.system_s))
         });
+    // After the sums: the Duration rows are the workload's CPU alone.
+    tasks.append(&mut kthread_tasks);
     match (host0, host1) {
         (Some(a), Some(b)) => notes.push(hostload::note(
             a,
