@@ -281,6 +281,19 @@ pub fn side_from_run(input: &RunInput, run: &RunReport) -> Side {
             v,
         ));
     }
+    // kswapd's CPU: what background reclaim cost (simulated records list
+    // kswapd's task; real ones since 2026-11-28, from /proc/PID/stat).
+    if let Some(k) = input.meta.task_cpu.iter().find(|t| t.class == "kswapd") {
+        let key = "duration.kswapd_system_s".to_string();
+        figures.push(figure(
+            key.clone(),
+            &key,
+            "Duration System kswapd".into(),
+            "duration",
+            Kind::Seconds,
+            k.system_s,
+        ));
+    }
     for (label, k, kind, v) in ops_figures(&run.ops) {
         let key = format!("ops.{k}");
         figures.push(figure(
