@@ -44,8 +44,10 @@ $R sim examples/workloads/dirty-pressure.toml --machine docs/fidelity/machines/h
     --kernel v6.1 --out out/fidelity/host-dirty-pressure-128M --force
 for k in 5.10:v5.10 6.1:v6.1; do
     g=${k%%:*}; p=${k##*:}
-    $R sim mapped-file-stream --machine docs/fidelity/records/guest-$g-mfs --kernel $p \
-        --out out/fidelity/guest-$g-mfs --force
+    for x in "" -b -c; do
+        $R sim mapped-file-stream --machine docs/fidelity/records/guest-$g-mfs$x --kernel $p \
+            --out out/fidelity/guest-$g-mfs$x --force
+    done
     # Twice the spec's sizes, as the guests ran it (a guest's cgroup is 256 MiB at least).
     $R sim examples/workloads/dirty-pressure.toml --machine docs/fidelity/records/guest-$g-dirty-pressure \
         --kernel $p --set anon-hog.size_mib=68 --set file-writer.file_mib=32 --set mmap-latency.pages=8192 \
