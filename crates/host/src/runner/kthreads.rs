@@ -99,7 +99,10 @@ mod tests {
         ];
         let t = step_tasks(&before, &after, 3);
         assert_eq!(t.len(), 1, "a thread seen at one end only is left out");
-        assert_eq!((t[0].comm.as_str(), t[0].pid, t[0].step), ("kswapd0", 43, Some(3)));
+        assert_eq!(
+            (t[0].comm.as_str(), t[0].pid, t[0].step),
+            ("kswapd0", 43, Some(3))
+        );
         assert_eq!(t[0].user_s, 0.0);
         assert!(t[0].system_s > 0.0);
     }

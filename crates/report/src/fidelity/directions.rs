@@ -26,7 +26,7 @@
 use serde::Serialize;
 
 use super::{Kind, PairReport, Row};
-use crate::stats::{amean, stddev, ttest, MeanSd};
+use crate::stats::{amean, coeffvar, stddev, ttest, MeanSd};
 
 /// Counts under this on both sides of a comparison are flat: their Poisson
 /// noise alone is 10 % or more.
@@ -107,6 +107,11 @@ pub struct DirectionRow {
     /// The same for the simulated runs.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub sim_noise: bool,
+    /// With two runs or more on both sides: the real runs' coefficient of
+    /// variation, %, older and newer (how far one run of the case is from
+    /// another: the spread any comparison with one run has to live with).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub real_cv_pct: Option<(f64, f64)>,
     /// Whether they agree; `null` where the real kernels do not differ
     /// (flat) or the simulation lacks the figure: not scored.
     pub agree: Option<bool>,
@@ -241,6 +246,9 @@ pub fn compare_generations(
             (r, Some(s)) => Some(r == s),
         };
         let mean = |v: &Option<Vec<f64>>| v.as_deref().and_then(amean);
+        let real_cv_pct = (ro.len() >= 2 && rn.len() >= 2)
+            .then(|| Some((coeffvar(&ro)?, coeffvar(&rn)?)))
+            .flatten();
         rows.push(DirectionRow {
             key: o.key.clone(),
             label: o.label.clone(),
@@ -252,6 +260,7 @@ pub fn compare_generations(
             sim_p,
             real_noise,
             sim_noise,
+            real_cv_pct,
             agree,
         });
     }

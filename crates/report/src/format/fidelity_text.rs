@@ -243,18 +243,39 @@ pub(crate) fn direction_word(r: &DirectionRow) -> &'static str {
 
 fn generations_text(out: &mut String, g: &Generations) {
     let _ = writeln!(out, "\n{}", generations_heading(g));
+    // With replicates, each real mean's run-to-run spread (CV %) beside it.
+    let cv = g.runs.0 >= 2 && g.runs.1 >= 2;
+    let spread = |r: &DirectionRow, i: usize| match (cv, r.real_cv_pct) {
+        (false, _) => String::new(),
+        (true, Some(c)) => format!(" {:>4.0}%", if i == 0 { c.0 } else { c.1 }),
+        (true, None) => "     -".into(),
+    };
+    let head = |s: &str| {
+        if cv {
+            format!("{s} (cv)")
+        } else {
+            s.to_string()
+        }
+    };
+    let w = if cv { 18 } else { 12 };
     let _ = writeln!(
         out,
-        "  {:<40} {:>12} {:>12} {:>5}  {:>12} {:>12} {:>5}  verdict",
-        "", "real older", "real newer", "", "sim older", "sim newer", ""
+        "  {:<40} {:>w$} {:>w$} {:>5}  {:>12} {:>12} {:>5}  verdict",
+        "",
+        head("real older"),
+        head("real newer"),
+        "",
+        "sim older",
+        "sim newer",
+        ""
     );
     for r in &g.rows {
         let _ = writeln!(
             out,
-            "  {:<40} {:>12} {:>12} {:>5}  {:>12} {:>12} {:>5}  {}",
+            "  {:<40} {:>w$} {:>w$} {:>5}  {:>12} {:>12} {:>5}  {}",
             fit_to(&r.label, 40),
-            value(Some(r.real.0)),
-            value(Some(r.real.1)),
+            format!("{}{}", value(Some(r.real.0)), spread(r, 0)),
+            format!("{}{}", value(Some(r.real.1)), spread(r, 1)),
             r.real_word(),
             value(r.sim.0),
             value(r.sim.1),
