@@ -24,12 +24,13 @@ for k in 5.10:v5.10 6.1:v6.1 5.10-nothp:v5.10 6.1-nothp:v6.1; do
         --out out/fidelity/$r --force
 done
 # Held out, replicates (2026-11-28, third session): two more runs of each
-# THPs-off guest on a quiet host, so that a difference between the kernels
-# can be told from one between runs (docs/fidelity.md, "Replicates").
+# guest's stutterp, THPs on and off, on a quiet host, so that a difference
+# between the kernels can be told from one between runs (docs/fidelity.md,
+# "Replicates").
 for k in 5.10:v5.10 6.1:v6.1; do
     g=${k%%:*}; p=${k##*:}
-    for x in b c; do
-        r=guest-$g-stutterp-nothp-$x
+    for r in guest-$g-stutterp-b guest-$g-stutterp-c guest-$g-stutterp-nothp-b guest-$g-stutterp-nothp-c; do
+        [ -d docs/fidelity/records/$r ] || continue  # no guest-5.10-stutterp-c: that run hung
         $R sim stutterp --machine docs/fidelity/records/$r --kernel $p \
             --set stutterp.workers=2 --set stutterp.warmup_s=5 --set stutterp.duration_s=120 \
             --out out/fidelity/$r --force
