@@ -481,7 +481,10 @@ fn generation_replicates_tell_noise_from_a_direction() {
     assert_eq!(r.agree, None, "noise is not scored");
     // Each side's spread: runs 1.0 and 1.6 of the base, sd/mean = 0.424/1.3.
     let (cv_old, _) = r.real_cv_pct.unwrap();
-    assert!((cv_old - 100.0 * 0.6 / 2f64.sqrt() / 1.3).abs() < 0.01, "{cv_old}");
+    assert!(
+        (cv_old - 100.0 * 0.6 / 2f64.sqrt() / 1.3).abs() < 0.01,
+        "{cv_old}"
+    );
     // Tight real runs make it a direction, which the simulation matches.
     let pairs = [
         run(1.0, 1.0),
