@@ -23,46 +23,35 @@ fn kept(comm: &str) -> bool {
     comm.starts_with("kswapd")
 }
 
-/// Parses one `/proc/PID/stat` line into (comm, ppid, utime, stime).
-fn parse_stat(stat: &str) -> Option<(String, u32, u64, u64)> {
+/// Parses one `/proc/PID/stat` line into (comm, utime, stime).
+fn parse_stat(stat: &str) -> Option<(String, u64, u64)> {
     let open = stat.find('(')?;
     let close = stat.rfind(')')?;
     let comm = stat.get(open + 1..close)?.to_string();
     let f = crate::sys::stat_fields(stat)?;
-    // Field n of proc(5) is f[n - 3]: ppid 4, utime 14, stime 15.
-    let ppid = f.get(1)?.parse().ok()?;
+    // Field n of proc(5) is f[n - 3]: utime 14, stime 15.
     let utime = f.get(11)?.parse().ok()?;
     let stime = f.get(12)?.parse().ok()?;
-    Some((comm, ppid, utime, stime))
+    Some((comm, utime, stime))
 }
 
-/// The kept kernel threads now (children of `kthreadd`); empty if /proc
-/// cannot be read.
+/// The kept kernel threads now (children of `kthreadd`, pid 2); empty if
+/// /proc cannot be read.
 pub(super) fn snapshot() -> KthreadTimes {
-    let Ok(dir) = fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    let mut v: KthreadTimes = dir
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+    crate::children::children_of(2)
+        .into_iter()
         .filter_map(|pid| {
             let s = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            let (comm, ppid, u, st) = parse_stat(&s)?;
-            (ppid == 2 && kept(&comm)).then_some((pid, comm, u, st))
+            let (comm, u, st) = parse_stat(&s)?;
+            kept(&comm).then_some((pid, comm, u, st))
         })
-        .collect();
-    v.sort();
-    v
+        .collect()
 }
 
 /// Each thread present at both ends: its CPU over the step, as a task of
 /// that step.
 pub(super) fn step_tasks(before: &KthreadTimes, after: &KthreadTimes, step: u32) -> Vec<TaskTime> {
-    // SAFETY: sysconf has no preconditions.
-    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    if hz <= 0.0 {
-        return Vec::new();
-    }
+    let hz = crate::bench::clk_tck();
     after
         .iter()
         .filter_map(|(pid, comm, u1, s1)| {
@@ -86,10 +75,10 @@ mod tests {
     #[test]
     fn a_kernel_threads_stat_line_parses_and_deltas_are_per_thread() {
         let line = "43 (kswapd0) S 2 0 0 0 -1 2129984 0 0 0 0 7 1234 0 0 20 0 1 0 33 0 0 18446744073709551615 0 0 0 0 0 0 0 2147483647 0 1 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0";
-        assert_eq!(parse_stat(line), Some(("kswapd0".to_string(), 2, 7, 1234)));
+        assert_eq!(parse_stat(line), Some(("kswapd0".to_string(), 7, 1234)));
         // A comm with spaces and parentheses still parses from the last ')'.
         let odd = "7 (a (b) c) S 1 0 0 0 -1 0 0 0 0 0 5 6 0 0 20 0 1 0 33";
-        assert_eq!(parse_stat(odd), Some(("a (b) c".to_string(), 1, 5, 6)));
+        assert_eq!(parse_stat(odd), Some(("a (b) c".to_string(), 5, 6)));
         assert_eq!(parse_stat("garbage"), None);
         assert!(kept("kswapd1") && !kept("kworker/0:1"));
         let before = vec![(43, "kswapd0".to_string(), 7, 1000)];
@@ -105,5 +94,26 @@ mod tests {
         );
         assert_eq!(t[0].user_s, 0.0);
         assert!(t[0].system_s > 0.0);
+    }
+
+    /// On this machine: every kswapd kernel thread /proc shows is in the
+    /// snapshot (none where the namespace hides kernel threads).
+    #[test]
+    fn the_snapshot_finds_this_machines_kswapd_threads() {
+        let mut seen: Vec<u32> = fs::read_dir("/proc")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|p| {
+                fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|s| {
+                    s.contains("(kswapd")
+                        && crate::children::parse_stat_ppid(&s).is_some_and(|(pp, _)| pp == 2)
+                })
+            })
+            .collect();
+        seen.sort_unstable();
+        let got: Vec<u32> = snapshot().iter().map(|t| t.0).collect();
+        assert_eq!(got, seen);
     }
 }
