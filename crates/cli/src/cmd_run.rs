@@ -92,6 +92,12 @@ pub struct Args {
     /// order-0 pages only, so `never` makes a guest run comparable with it.
     #[arg(long, value_name = "MODE")]
     pub thp: Option<String>,
+    /// With --kernel: boot the guest kernel with `profile=2` and write its
+    /// profile of the workload (kernel functions by timer ticks, from
+    /// /proc/profile and /proc/kallsyms) as NAME.profile.txt beside the
+    /// records: where the guest's system time goes.
+    #[arg(long)]
+    pub guest_profile: bool,
     /// Seconds a guest may take to reach its /init (with --kernel).
     #[arg(long, default_value_t = 300, value_name = "S")]
     pub boot_timeout: u64,
@@ -215,6 +221,11 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if args.kernel.is_some() {
         return run_guests(args, exe);
     }
+    if args.guest_profile {
+        anyhow::bail!(
+            "--guest-profile: only for guest runs (--kernel); this host's kernel was not booted with profile=\n  fix: add --kernel debian:6.1 (or another guest kernel), or profile the host with perf"
+        );
+    }
     if let Some(t) = &args.thp {
         anyhow::bail!(
             "--thp {t}: only for guest runs (--kernel); on this host transparent huge pages are a host-wide setting that `run` does not change\n  fix: drop --thp, or set /sys/kernel/mm/transparent_hugepage/enabled yourself (the record notes it as thp.enabled)"
@@ -336,6 +347,7 @@ fn run_guests(args: Args, exe: PathBuf) -> anyhow::Result<ExitCode> {
             "--thp {other}: unknown mode\n  fix: --thp never, madvise or always (or leave it out for the kernel's default)"
         ),
     };
+    o.kernel_profile = args.guest_profile;
     o.out = args.out;
     o.boot_timeout_s = args.boot_timeout;
     o.refresh = args.refresh_kernels;
@@ -464,6 +476,13 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
             }
             if let Some(v) = reclaimlab_host::cpu_probe::swap_cycle(mib * 64) {
                 outln!("cost swap_cycle_ns {v:.1}");
+            }
+            if let Some((out, back)) = reclaimlab_host::cpu_probe::swap_halves(mib * 64) {
+                outln!("cost swap_out_ns {out:.1}");
+                outln!("cost swap_in_ns {back:.1}");
+            }
+            if let Some(v) = reclaimlab_host::cpu_probe::switch_cost(2.0) {
+                outln!("cost ctx_switch_ns {v:.1}");
             }
             match reclaimlab_host::cpu_probe::swap_read_times() {
                 Ok((t4, t64)) => {

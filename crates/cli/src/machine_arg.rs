@@ -93,6 +93,54 @@ pub fn guest_swapout_ns(swapout_ns: u64, cpu_slowdown: f64) -> u64 {
     (cycle - d * cpu_slowdown).max(0.0).round() as u64
 }
 
+/// Reclaim's own costs, which a guest's measured reclaim half
+/// (`reclaim-ns=`) scales in place of the median factor: the scan, the
+/// reverse-map walk, the unmap and swap-out, the write's submission, the
+/// free, and the LRU lock's hold and handoff (part of the scan).
+pub const RECLAIM_COSTS: [&str; 8] = [
+    "cost.scan_page_ns",
+    "cost.rmap_page_ns",
+    "cost.reclaim_page_ns",
+    "cost.reclaim_anon_page_ns",
+    "cost.swapout_page_ns",
+    "cost.swap_submit_page_ns",
+    "lru_lock.page_ns",
+    "lru_lock.handoff_ns",
+];
+
+/// The simulator's system CPU, at `params`, for what the probe's reclaim
+/// half measures per page written to swap ([`reclaimlab_host::cpu_probe::swap_halves`]):
+/// two scans of it (a page touched once is kept by the first scan, which
+/// finds its pte young and sets PG_referenced, and reclaimed by the
+/// second: 6.1 `folio_check_references`, 5.10 `page_check_references`),
+/// the reverse-map walk each time, the swap-out, the write's submission
+/// and the free.
+pub fn reclaim_half_base_ns(params: &Params) -> f64 {
+    (2 * (params.cost_scan_ns + params.cost_rmap_ns)
+        + params.cost_swapout_ns
+        + params.cost_swap_submit_ns
+        + params.cost_reclaim_anon_ns) as f64
+}
+
+/// The guest's reclaim factor: its measured reclaim half over
+/// [`reclaim_half_base_ns`] at the defaults.
+pub fn guest_reclaim_factor(reclaim_ns: u64) -> f64 {
+    let base = reclaimlab_kernel::profile::profile("v5.15")
+        .map(Params::defaults)
+        .map_or(6510.0, |p| reclaim_half_base_ns(&p));
+    reclaim_ns as f64 / base
+}
+
+/// `cost.swapin_page_ns` for a guest's `swapin-ns=` (system CPU per page a
+/// fault reads back from swap, readahead included): the measured half less
+/// the fault that maps it, `cost.fault_ns` at the median factor.
+pub fn guest_swapin_ns(swapin_ns: u64, cpu_slowdown: f64) -> u64 {
+    let fault = reclaimlab_kernel::profile::profile("v5.15")
+        .map(Params::defaults)
+        .map_or(1900.0, |p| p.cost_fault_ns as f64);
+    (swapin_ns as f64 - fault * cpu_slowdown).max(0.0).round() as u64
+}
+
 /// Resolves `guest…`: the machine built from the description.
 fn resolve_guest(arg: &str, g: &GuestMachine) -> anyhow::Result<Resolved> {
     let machine = Machine::from_toml(&g.machine_toml(), &format!("--machine {arg}"))
@@ -104,7 +152,34 @@ fn resolve_guest(arg: &str, g: &GuestMachine) -> anyhow::Result<Resolved> {
         );
     }
     let mut costs = Vec::new();
-    if let Some(m) = g.swapout_ns {
+    if let Some(r) = g.reclaim_ns {
+        let f = guest_reclaim_factor(r);
+        let d = reclaimlab_kernel::profile::profile("v5.15")
+            .map(Params::defaults)
+            .map(|p| p.to_pairs())
+            .unwrap_or_default();
+        for name in RECLAIM_COSTS {
+            if let Some((_, v)) = d.iter().find(|(k, _)| *k == name) {
+                let v: f64 = v.parse().unwrap_or(0.0);
+                costs.push((name, format!("{}", (v * f).round())));
+            }
+        }
+        eprintln!(
+            "reclaimlab: --machine {arg}: reclaim's own costs ({}) x{} (the guest's measured reclaim half, reclaim-ns={r}, in place of the median factor)",
+            RECLAIM_COSTS.join(", "),
+            reclaimlab_host::guest::machine::fmt_factor((f * 100.0).round() / 100.0)
+        );
+    }
+    if let Some(n) = g.swapin_ns {
+        let c = guest_swapin_ns(n, g.cpu_slowdown);
+        eprintln!("reclaimlab: --machine {arg}: cost.swapin_page_ns={c} (the guest's measured swap-in half, swapin-ns={n}, less the fault that maps the page)");
+        costs.push(("cost.swapin_page_ns", c.to_string()));
+    }
+    if let Some(n) = g.switch_ns {
+        eprintln!("reclaimlab: --machine {arg}: cost.wakeup_ns={n} (the guest's measured context switch, switch-ns=)");
+        costs.push(("cost.wakeup_ns", n.to_string()));
+    }
+    if let (Some(m), None) = (g.swapout_ns, g.reclaim_ns) {
         let n = guest_swapout_ns(m, g.cpu_slowdown);
         eprintln!("reclaimlab: --machine {arg}: cost.swapout_page_ns={n} (the guest's measured swap cycle less the simulator's other costs of it: swapout-ns={m} is against the probe's base)");
         if n == 0 {
@@ -368,6 +443,46 @@ mod tests {
             .unwrap()
             .costs
             .is_empty());
+    }
+
+    /// A guest's measured halves replace the median factor for reclaim's
+    /// own costs and for the swap-in, its switch sets `cost.wakeup_ns`,
+    /// and `swapout-ns=` is then left alone: the reclaim half covers it.
+    #[test]
+    fn a_guests_measured_halves_set_reclaim_and_swapin_costs() {
+        let d = Params::defaults(reclaimlab_kernel::profile::profile("v5.15").unwrap());
+        let base = reclaim_half_base_ns(&d);
+        assert_eq!(
+            base, 6510.0,
+            "two scans and walks, swap-out, submission, free"
+        );
+        // A reclaim half three times the host's.
+        let r = resolve("guest:1G,cpu-slowdown=20,swapout-ns=500000,reclaim-ns=19530,swapin-ns=45000,switch-ns=40000").unwrap();
+        let get = |k: &str| {
+            r.costs
+                .iter()
+                .find(|(n, _)| *n == k)
+                .map(|(_, v)| v.parse::<u64>().unwrap())
+        };
+        assert_eq!(get("cost.scan_page_ns"), Some(3 * d.cost_scan_ns));
+        assert_eq!(get("cost.swapout_page_ns"), Some(3 * d.cost_swapout_ns));
+        assert_eq!(get("lru_lock.page_ns"), Some(3 * d.lru_lock_page_ns));
+        // 45000 less the fault at the median factor (1900 x 20).
+        assert_eq!(
+            get("cost.swapin_page_ns"),
+            Some(45_000 - 20 * d.cost_fault_ns)
+        );
+        assert_eq!(get("cost.wakeup_ns"), Some(40_000));
+        assert_eq!(
+            r.costs
+                .iter()
+                .filter(|(n, _)| *n == "cost.swapout_page_ns")
+                .count(),
+            1,
+            "swapout-ns= is not applied over the reclaim half"
+        );
+        assert_eq!(guest_swapin_ns(1000, 20.0), 0, "never below 0");
+        assert!((guest_reclaim_factor(6510) - 1.0).abs() < 1e-9);
     }
 
     #[test]

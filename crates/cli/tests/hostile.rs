@@ -158,3 +158,20 @@ fn a_10000_worker_spec_simulates_and_reports_in_seconds() {
     );
     std::fs::remove_dir_all(&d).ok();
 }
+
+#[test]
+fn guest_only_run_options_are_refused_on_the_host() {
+    // Refused before anything is set up: no root, cgroup or tracefs needed.
+    for (opt, fix) in [
+        (&["--guest-profile"][..], "--kernel debian:6.1"),
+        (&["--thp", "never"][..], "transparent_hugepage/enabled"),
+    ] {
+        let out = bin().args(["run", "stutterp"]).args(opt).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{opt:?}: {err}");
+        assert!(
+            err.contains("only for guest runs") && err.contains(fix),
+            "{opt:?}: {err}"
+        );
+    }
+}

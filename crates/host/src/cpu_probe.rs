@@ -118,6 +118,7 @@ pub struct ProbeCgroup {
     /// The cgroup's directory.
     pub dir: std::path::PathBuf,
     parent_procs: std::path::PathBuf,
+    limit_file: &'static str,
 }
 
 impl ProbeCgroup {
@@ -140,10 +141,18 @@ impl ProbeCgroup {
         let cg = ProbeCgroup {
             parent_procs: parent.join("cgroup.procs"),
             dir,
+            limit_file,
         };
-        std::fs::write(cg.dir.join(limit_file), limit.to_string()).ok()?;
+        cg.set_limit(limit)?;
         std::fs::write(cg.dir.join("cgroup.procs"), std::process::id().to_string()).ok()?;
         Some(cg)
+    }
+
+    /// Sets the limit, bytes. Lowering it below the usage reclaims in this
+    /// write, in this process's context (v2 `memory_max_write`, v1
+    /// `mem_cgroup_resize_max`), so its system time is that reclaim's.
+    pub fn set_limit(&self, limit: usize) -> Option<()> {
+        std::fs::write(self.dir.join(self.limit_file), limit.to_string()).ok()
     }
 }
 
@@ -199,6 +208,169 @@ pub fn swap_cycle(pages: usize) -> Option<f64> {
     unsafe { libc::munmap(p as *mut libc::c_void, pages * PAGE) };
     drop(cg);
     (dn > pages as u64 / 2).then(|| dt as f64 / dn as f64)
+}
+
+/// The swap cycle's two halves, ns of system CPU per page: a page reclaimed
+/// to swap, and a page read back by a fault. [`swap_cycle`] times them
+/// together, as they alternate in a thrashing task; here they are apart.
+/// `pages` resident anonymous pages (order-0, written once) are pushed out
+/// by lowering their cgroup's limit to a quarter of them: the write's
+/// system time over the pages written to swap (`pswpout`) is reclaim's
+/// half (the scan, the reverse-map walk, the unmap, `add_to_swap`, the
+/// write's submission, the free after it; no TLB shootdown, the one
+/// process being on this CPU). Then the limit is lifted and every page
+/// written again: that pass's system time over the pages read (`pswpin`,
+/// 8-page readahead included) is the fault's half (the fault, the swap
+/// cache, the charge, the read's submission, the map). Best of two
+/// rounds each. `None` without swap, root or a memory cgroup, or when
+/// fewer than half the pages moved.
+pub fn swap_halves(pages: usize) -> Option<(f64, f64)> {
+    let swap_free =
+        crate::sys::meminfo_bytes(&std::fs::read_to_string("/proc/meminfo").ok()?, "SwapFree")?;
+    if swap_free < (pages * PAGE) as u64 {
+        return None;
+    }
+    // Room for the pages and this process's own memory (text, heap).
+    let room = pages * PAGE + (64 << 20);
+    let cg = ProbeCgroup::create(room)?;
+    let p = map(pages)?;
+    let pass = |n: u64| {
+        for i in 0..pages {
+            // SAFETY: inside the mapping.
+            unsafe { (p.add(i * PAGE) as *mut u64).write_volatile(n * 0x9e37_79b9 + i as u64) };
+        }
+    };
+    let pswpout = || crate::sys::vmstat_counter("pswpout");
+    pass(1);
+    let (mut out, mut back) = (f64::INFINITY, f64::INFINITY);
+    for round in 0..2 {
+        let (t0, o0) = (process_stime_ns(), pswpout());
+        let lowered = cg.set_limit(pages * PAGE / 4);
+        let (dt, dn) = (process_stime_ns() - t0, pswpout() - o0);
+        if lowered.is_none() || dn < pages as u64 / 2 {
+            break;
+        }
+        out = out.min(dt as f64 / dn as f64);
+        cg.set_limit(room)?;
+        let (t0, i0) = (process_stime_ns(), pswpin());
+        pass(round + 2);
+        let (dt, dn) = (process_stime_ns() - t0, pswpin() - i0);
+        if dn < pages as u64 / 2 {
+            break;
+        }
+        back = back.min(dt as f64 / dn as f64);
+    }
+    // SAFETY: p came from map(pages).
+    unsafe { libc::munmap(p as *mut libc::c_void, pages * PAGE) };
+    drop(cg);
+    (out.is_finite() && back.is_finite()).then_some((out, back))
+}
+
+/// CPU per context switch, ns: two processes hand a byte back and forth
+/// over two pipes for about `secs` seconds, both on one CPU (`lat_ctx`'s
+/// method, lmbench): every handoff is a pipe write and read, a wake-up
+/// (`try_to_wake_up`) and a switch (`schedule`, `finish_task_switch`).
+/// The whole machine's busy time (`/proc/stat`: all but idle, iowait and
+/// steal) over the handoffs, so that interrupts count too: meant for an
+/// otherwise idle machine. `None` if the pipes or
+/// the fork fail.
+pub fn switch_cost(secs: f64) -> Option<f64> {
+    let mut a = [0i32; 2];
+    let mut b = [0i32; 2];
+    // SAFETY: pipe() fills the two-element arrays.
+    if unsafe { libc::pipe(a.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    // SAFETY: as above.
+    if unsafe { libc::pipe(b.as_mut_ptr()) } != 0 {
+        // SAFETY: closing the descriptors pipe() gave.
+        unsafe {
+            libc::close(a[0]);
+            libc::close(a[1]);
+        }
+        return None;
+    }
+    let busy = || {
+        std::fs::read_to_string("/proc/stat")
+            .ok()
+            .and_then(|t| crate::bench::parse_proc_stat_cpu(&t))
+            .map(|(b, _)| b)
+    };
+    // Both on this CPU, so that a handoff is a wake-up and a switch, with
+    // no IPI to an idle CPU and no idle loop (a busy machine's case); the
+    // child inherits the mask, the parent gets its own back at the end.
+    // SAFETY: the sets are plain bitmaps the calls fill or read.
+    let old_mask = unsafe {
+        let mut m: libc::cpu_set_t = std::mem::zeroed();
+        let got = libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut m) == 0;
+        let cpu = libc::sched_getcpu();
+        if got && cpu >= 0 {
+            let mut one: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu as usize, &mut one);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &one);
+        }
+        got.then_some(m)
+    };
+    let busy0 = busy();
+    // SAFETY: the child only reads, writes and exits.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        let mut c = 0u8;
+        // SAFETY: one byte into a valid buffer, on the pipes made above;
+        // the child ends with _exit, without the parent's destructors.
+        unsafe {
+            // Only the parent writes `a` and reads `b`: the child's read
+            // sees the end of the file when the parent closes its end.
+            libc::close(a[1]);
+            libc::close(b[0]);
+            while libc::read(a[0], (&mut c as *mut u8).cast(), 1) == 1 {
+                libc::write(b[1], (&c as *const u8).cast(), 1);
+            }
+            libc::_exit(0);
+        }
+    }
+    // SAFETY: closing the child's ends in the parent.
+    unsafe {
+        libc::close(a[0]);
+        libc::close(b[1]);
+    }
+    let t = Instant::now();
+    let mut rounds = 0u64;
+    let mut ok = pid > 0;
+    let mut c = 1u8;
+    while ok && t.elapsed().as_secs_f64() < secs {
+        for _ in 0..256 {
+            // SAFETY: as in the child.
+            ok = unsafe {
+                libc::write(a[1], (&c as *const u8).cast(), 1) == 1
+                    && libc::read(b[0], (&mut c as *mut u8).cast(), 1) == 1
+            };
+            if !ok {
+                break;
+            }
+            rounds += 1;
+        }
+    }
+    let spent = busy().zip(busy0).map(|(x, y)| x.saturating_sub(y));
+    // SAFETY: closing our descriptors (the child sees EOF and exits);
+    // reaping it.
+    unsafe {
+        libc::close(a[1]);
+        libc::close(b[0]);
+        if pid > 0 {
+            let mut st = 0;
+            libc::waitpid(pid, &mut st, 0);
+        }
+    }
+    if let Some(m) = old_mask {
+        // SAFETY: the mask sched_getaffinity gave.
+        unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &m) };
+    }
+    if !ok || rounds == 0 {
+        return None;
+    }
+    let ns = spent? as f64 * 1e9 / crate::bench::clk_tck();
+    Some(ns / (2.0 * rounds as f64))
 }
 
 /// The active swap area's read times as this system sees them: `O_DIRECT`
@@ -354,6 +526,14 @@ mod tests {
         assert_eq!(slowdown(&s(&[2180.0, 80.0, 8.0])), Some(1.0));
         assert_eq!(slowdown(&[("other".into(), 5.0)]), None);
         assert_eq!(slowdown(&[]), None);
+    }
+
+    #[test]
+    fn a_context_switch_costs_something() {
+        // Two processes handing a byte back and forth for 0.3 s: at least
+        // one clock tick of busy time, and less than a millisecond a handoff.
+        let v = switch_cost(0.3).expect("pipes and fork work here");
+        assert!(v.is_finite() && v > 0.0 && v < 1e6, "{v} ns a handoff");
     }
 
     #[test]

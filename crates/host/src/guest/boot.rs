@@ -204,6 +204,7 @@ pub(super) fn boot_one(
             .thp
             .iter()
             .map(|m| format!("transparent_hugepage={m}"))
+            .chain(opts.kernel_profile.then(|| "profile=2".to_string()))
             .collect(),
     };
     if opts.control != Control::None {
@@ -294,6 +295,31 @@ pub(super) fn boot_one(
         results::parse_facts(&fs::read_to_string(unpack.join("facts.txt")).unwrap_or_default());
     for log in ["control.log", "workload.log"] {
         let _ = fs::copy(unpack.join(log), out.join(format!("{file_name}.{log}")));
+    }
+    if opts.kernel_profile {
+        let table = match (
+            fs::read(unpack.join("profile.bin")),
+            fs::read_to_string(unpack.join("kallsyms.txt")),
+        ) {
+            (Ok(p), Ok(k)) => super::profile::profile_table(&p, &k, 200),
+            _ => {
+                Err("the guest wrote no /proc/profile (a kernel without CONFIG_PROFILING?)".into())
+            }
+        };
+        let dst = out.join(format!("{file_name}.profile.txt"));
+        match table {
+            Ok(t) => match fs::write(&dst, t) {
+                Ok(()) => eprintln!(
+                    "reclaimlab run: {name}: the kernel's profile of the workload: {}",
+                    dst.display()
+                ),
+                Err(e) => eprintln!(
+                    "reclaimlab run: warning: {name}: cannot write {}: {e}",
+                    dst.display()
+                ),
+            },
+            Err(e) => eprintln!("reclaimlab run: warning: {name}: no kernel profile: {e}"),
+        }
     }
     facts.check_tracepoints(&k.spec.label())?;
     let requested = crate::tracefs::requested_events(
@@ -495,6 +521,8 @@ pub(super) fn guest_machine(opts: &GuestOptions, facts: &results::Facts) -> Gues
         }
         _ => (None, None),
     };
+    // The halves of the swap cycle and a context switch, as measured.
+    let ns = |k: &str| cost(k).map(|v| (v.round() as u64).min(super::machine::MAX_SWAPOUT_NS));
     GuestMachine {
         memory: opts.guest_memory,
         cpus: opts.cpus,
@@ -503,6 +531,9 @@ pub(super) fn guest_machine(opts: &GuestOptions, facts: &results::Facts) -> Gues
         cgroup: opts.memory,
         cpu_slowdown,
         swapout_ns,
+        reclaim_ns: ns("swap_out_ns"),
+        swapin_ns: ns("swap_in_ns"),
+        switch_ns: ns("ctx_switch_ns"),
         swap_lat_us,
         swap_mb_s,
         // Set from the workload's record once it is back (with_boot_memory).

@@ -228,6 +228,7 @@ pub fn job_script(job: &Job) -> String {
         s.push_str(w);
         s.push_str("RECLAIMLAB_EOF\n");
     }
+    s.push_str("[ -w /proc/profile ] && echo 0 > /proc/profile\n");
     s.push_str("echo RECLAIMLAB-WORKLOAD-START\n");
     s.push_str(&format!(
         "reclaimlab {} > /out/workload.log 2>&1; echo \"workload exit $?\" >> /out/facts.txt\n",
@@ -237,6 +238,7 @@ pub fn job_script(job: &Job) -> String {
             .collect::<Vec<_>>()
             .join(" ")
     ));
+    s.push_str("[ -r /proc/profile ] && cp /proc/profile /out/profile.bin && cat /proc/kallsyms > /out/kallsyms.txt\n");
     s.push_str(
         "tail -5 /out/workload.log\nswapoff -a 2>/dev/null\nsync\n\
          tar -cf \"$DISK_results\" -C /out . && sync && echo RECLAIMLAB-RESULTS-WRITTEN\n",

@@ -57,9 +57,8 @@ const MIB: u64 = 1 << 20;
 /// The accepted spelling, for error messages.
 pub const GUEST_SYNTAX: &str = "--machine guest:2G,cpus=2,disk=16,swap=2G,memory=512M,cpu-slowdown=40 (items after `guest:` separated by commas; all optional; a guest record's machine.name is one)";
 
-/// Largest `cpu-slowdown`: the simulator's `cost.*` parameters stop at
-/// 1,000,000 ns, and its largest default (`cost.wakeup_ns`, 2000 ns) times
-/// this stays inside.
+/// Largest `cpu-slowdown`; a scaled cost above its parameter's maximum is
+/// capped there (`sim`'s `scale_costs`).
 pub const MAX_SLOWDOWN: f64 = 500.0;
 
 /// What the booted guest's shrinkers see in the root memcg when its
@@ -126,6 +125,19 @@ pub struct GuestMachine {
     /// sets `cost.swapout_page_ns` from it. None: the default times
     /// `cpu_slowdown`, as every other cost.
     pub swapout_ns: Option<u64>,
+    /// The swap cycle's halves as the guest measured them apart
+    /// ([`crate::cpu_probe::swap_halves`]): system CPU per page reclaim
+    /// writes to swap (`reclaim-ns=`) and per page a fault reads back
+    /// (`swapin-ns=`), guest ns. `sim` scales reclaim's own costs to the
+    /// first and sets the swap-in's to the second, in place of the median
+    /// factor (and of `swapout-ns=`). None: not measured.
+    pub reclaim_ns: Option<u64>,
+    /// See `reclaim_ns`.
+    pub swapin_ns: Option<u64>,
+    /// CPU per context switch as the guest measured it
+    /// ([`crate::cpu_probe::switch_cost`]; `switch-ns=`), guest ns: `sim`
+    /// sets `cost.wakeup_ns` to it. None: the default times the slowdown.
+    pub switch_ns: Option<u64>,
     /// The swap disk as the guest measured it (`swap-lat-us=`,
     /// `swap-mb-s=`; [`crate::cpu_probe::swap_read_latency`]): one read's
     /// latency, µs, and the read bandwidth, MB/s. None: the nominal
@@ -157,6 +169,9 @@ impl GuestMachine {
             cgroup: None,
             cpu_slowdown: 1.0,
             swapout_ns: None,
+            reclaim_ns: None,
+            swapin_ns: None,
+            switch_ns: None,
             swap_lat_us: None,
             swap_mb_s: None,
             mem_total_kb: None,
@@ -259,6 +274,17 @@ impl GuestMachine {
                         _ => return bad(format!("swapout-ns=`{v}` is not a whole number of ns up to {MAX_SWAPOUT_NS}"), "e.g. guest:2G,cpu-slowdown=26.5,swapout-ns=900000 (a TCG guest's record names its measured figure)"),
                     }
                 }
+                "reclaim-ns" | "swapin-ns" | "switch-ns" => {
+                    let n = match v.parse::<u64>() {
+                        Ok(n) if n <= MAX_SWAPOUT_NS => n,
+                        _ => return bad(format!("{key}=`{v}` is not a whole number of ns up to {MAX_SWAPOUT_NS}"), "e.g. guest:1G,cpu-slowdown=19.4,reclaim-ns=18784,swapin-ns=44188,switch-ns=40000 (a TCG guest's record names its measured figures)"),
+                    };
+                    *match key {
+                        "reclaim-ns" => &mut m.reclaim_ns,
+                        "swapin-ns" => &mut m.swapin_ns,
+                        _ => &mut m.switch_ns,
+                    } = Some(n);
+                }
                 "swap-lat-us" => {
                     m.swap_lat_us = match v.parse::<f64>() {
                         Ok(x) if (0.0..=MAX_SWAP_LAT_US).contains(&x) => Some(x),
@@ -295,7 +321,7 @@ impl GuestMachine {
                         _ => return bad(format!("thp=`{v}` is not always, madvise or never"), "e.g. guest:1G,thp=always (the guest's /sys/kernel/mm/transparent_hugepage/enabled; a guest record names it as thp.enabled)"),
                     }
                 }
-                other => return bad(format!("unknown item `{other}=`"), &format!("items are SIZE, cpus=, disk=, swap=, memory=, cpu-slowdown=, swapout-ns=, swap-lat-us=, swap-mb-s=, memtotal-kb=, boot-used-kb=, slab-kb=, thp=; write {GUEST_SYNTAX}")),
+                other => return bad(format!("unknown item `{other}=`"), &format!("items are SIZE, cpus=, disk=, swap=, memory=, cpu-slowdown=, swapout-ns=, reclaim-ns=, swapin-ns=, switch-ns=, swap-lat-us=, swap-mb-s=, memtotal-kb=, boot-used-kb=, slab-kb=, thp=; write {GUEST_SYNTAX}")),
             }
         }
         if !swap_given {
@@ -414,6 +440,15 @@ impl GuestMachine {
         }
         if let Some(n) = self.swapout_ns {
             s.push_str(&format!(",swapout-ns={n}"));
+        }
+        for (k, v) in [
+            ("reclaim-ns", self.reclaim_ns),
+            ("swapin-ns", self.swapin_ns),
+            ("switch-ns", self.switch_ns),
+        ] {
+            if let Some(n) = v {
+                s.push_str(&format!(",{k}={n}"));
+            }
         }
         if let Some(x) = self.swap_lat_us {
             s.push_str(&format!(",swap-lat-us={}", fmt_factor(x)));
@@ -642,6 +677,28 @@ pub fn record_machine(dir: &std::path::Path) -> Option<Result<(String, Option<St
                 notes.push(format!("thp={t} from the record's thp.enabled"));
             }
         }
+        // Nor `reclaim-ns=`, `swapin-ns=`, `switch-ns=` (a record made
+        // before guest runs wrote them, its probe's raw figures in
+        // params.guest.cpu.*: the figures themselves).
+        let raw = |k: &str| {
+            v["params"][format!("guest.cpu.{k}")]
+                .as_str()
+                .and_then(|x| x.parse::<f64>().ok())
+                .filter(|x| x.is_finite() && *x >= 0.0)
+                .map(|x| (x.round() as u64).min(MAX_SWAPOUT_NS))
+        };
+        for (key, field, name) in [
+            ("reclaim-ns", &mut with.reclaim_ns, "swap_out_ns"),
+            ("swapin-ns", &mut with.swapin_ns, "swap_in_ns"),
+            ("switch-ns", &mut with.switch_ns, "ctx_switch_ns"),
+        ] {
+            if field.is_none() {
+                *field = raw(name);
+                if let Some(n) = field {
+                    notes.push(format!("{key}={n} from the record's guest.cpu.{name}"));
+                }
+            }
+        }
         if with != g {
             spec = with.to_arg();
         }
@@ -783,6 +840,18 @@ mod tests {
         let s = ok("guest:2G,cpu-slowdown=26.5,swapout-ns=900000");
         assert_eq!(s.swapout_ns, Some(900_000));
         assert_eq!(ok(&s.to_arg()), s, "to_arg round-trips swapout-ns");
+        let s = ok("guest:1G,cpu-slowdown=19.4,reclaim-ns=18784,swapin-ns=44188,switch-ns=40000");
+        assert_eq!(
+            (s.reclaim_ns, s.swapin_ns, s.switch_ns),
+            (Some(18_784), Some(44_188), Some(40_000))
+        );
+        assert_eq!(
+            ok(&s.to_arg()),
+            s,
+            "to_arg round-trips the halves and the switch"
+        );
+        assert!(err("guest:1G,switch-ns=-1").contains("switch-ns=`-1`"));
+        assert!(err("guest:1G,reclaim-ns=1e9").contains("reclaim-ns=`1e9`"));
         assert!(err("guest:2G,swapout-ns=fast").contains("swapout-ns=`fast`"));
         assert!(err("guest:2G,swapout-ns=200000000").contains("up to 100000000"));
         let s = ok("guest:2G,cpu-slowdown=26.5,swap-lat-us=450.5,swap-mb-s=320");
@@ -930,6 +999,37 @@ mod tests {
         assert!(
             spec.contains(",boot-used-kb=100260,") && spec.ends_with(",thp=always"),
             "{spec}"
+        );
+    }
+
+    /// Records made before machine strings carried the halves and the
+    /// switch take them from the probe's raw figures; the unpinned switch
+    /// figure of the first such records (`switch_ns`) is not the switch.
+    #[test]
+    fn a_record_without_the_halves_takes_its_probe_figures() {
+        let rec =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/fidelity/records");
+        let (spec, note) = record_machine(&rec.join("guest-6.1-dirty-pressure-e"))
+            .unwrap()
+            .unwrap();
+        assert!(
+            spec.contains(",reclaim-ns=62663,swapin-ns=49313,"),
+            "{spec}"
+        );
+        assert!(!spec.contains("switch-ns="), "{spec}");
+        assert!(note
+            .unwrap()
+            .contains("reclaim-ns=62663 from the record's guest.cpu.swap_out_ns"));
+        let (spec, _) = record_machine(&rec.join("guest-5.10-dirty-pressure-f"))
+            .unwrap()
+            .unwrap();
+        assert!(spec.contains(",switch-ns=40258,"), "{spec}");
+        let (spec, _) = record_machine(&rec.join("guest-6.1-dirty-pressure-b"))
+            .unwrap()
+            .unwrap();
+        assert!(
+            !spec.contains("reclaim-ns="),
+            "a record without the probe keeps the median: {spec}"
         );
     }
 

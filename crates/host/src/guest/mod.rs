@@ -20,6 +20,7 @@ pub mod cache;
 pub mod image;
 pub mod kernel_cache;
 pub mod machine;
+pub mod profile;
 pub mod qemu;
 pub mod results;
 pub mod spec;
@@ -77,6 +78,9 @@ pub struct GuestOptions {
     /// `transparent_hugepage=` on the guest kernel's command line
     /// (`never`, `madvise`, `always`); None: the kernel's default.
     pub thp: Option<String>,
+    /// Boot with `profile=2` and write the kernel's profile of the
+    /// workload as `NAME.profile.txt` ([`profile`]).
+    pub kernel_profile: bool,
     /// This binary, copied into the guest.
     pub exe: PathBuf,
     /// State files (default [`state::STATE_DIR`]).
@@ -103,6 +107,7 @@ impl GuestOptions {
             cache_keep: cache::DEFAULT_KEEP_IMAGES,
             boot_timeout_s: 300,
             thp: None,
+            kernel_profile: false,
             exe,
             state_dir: PathBuf::from(state::STATE_DIR),
         }
