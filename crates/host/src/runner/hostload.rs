@@ -21,6 +21,8 @@ pub(super) struct CpuStat {
     pub nice_s: f64,
     /// busy + idle + iowait.
     pub total_s: f64,
+    /// Context switches since boot (the `ctxt` line), if given.
+    pub ctxt: Option<u64>,
 }
 
 /// Parses `/proc/stat`'s `cpu` line; `None` if it is missing or garbled.
@@ -37,10 +39,15 @@ pub(super) fn parse_cpu_line(text: &str, ticks_per_s: f64) -> Option<CpuStat> {
     let (user, nice, system, idle, iowait, irq, softirq, steal) =
         (v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
     let busy = user + nice + system + irq + softirq + steal;
+    let ctxt = text
+        .lines()
+        .find_map(|l| l.strip_prefix("ctxt "))
+        .and_then(|v| v.trim().parse().ok());
     Some(CpuStat {
         busy_s: busy / ticks_per_s,
         nice_s: nice / ticks_per_s,
         total_s: (busy + idle + iowait) / ticks_per_s,
+        ctxt,
     })
 }
 
@@ -72,6 +79,18 @@ pub(super) fn note(a: CpuStat, b: CpuStat, run_cpu_s: f64) -> String {
         share(busy),
         share(other)
     );
+    // Every switch costs the CPU (a guest under qemu's TCG: 40-48 µs,
+    // docs/guests.md), so their rate says where system time may go.
+    if let (Some(x), Some(y)) = (a.ctxt, b.ctxt) {
+        let n = y.saturating_sub(x);
+        let wall = total / f64::from(crate::sys::cpus().max(1));
+        if wall > 0.0 {
+            s.push_str(&format!(
+                "; {n} context switches (/proc/stat ctxt: {:.0} a second)",
+                n as f64 / wall
+            ));
+        }
+    }
     if total > 0.0 && other / total > BUSY_WARN {
         s.push_str(&format!(
             "; warning: more than {:.0} % of the host's CPU went to other work, so this record's CPU times \
@@ -88,8 +107,15 @@ mod tests {
 
     #[test]
     fn parses_the_cpu_line() {
-        let t = "cpu  100 50 30 800 20 5 5 10 0 0\ncpu0 50 25 15 400 10 2 3 5 0 0\n";
+        let t = "cpu  100 50 30 800 20 5 5 10 0 0\ncpu0 50 25 15 400 10 2 3 5 0 0\nctxt 12345\n";
         let c = parse_cpu_line(t, 100.0).unwrap();
+        assert_eq!(c.ctxt, Some(12345));
+        assert_eq!(
+            parse_cpu_line("cpu  1 2 3 4 5 6 7 8\nctxt many\n", 100.0)
+                .unwrap()
+                .ctxt,
+            None
+        );
         assert_eq!(c.busy_s, 2.0);
         assert_eq!(c.nice_s, 0.5);
         assert_eq!(c.total_s, 10.2);
@@ -99,12 +125,33 @@ mod tests {
     }
 
     #[test]
+    fn counts_the_context_switches() {
+        let a = CpuStat {
+            ctxt: Some(1000),
+            ..CpuStat::default()
+        };
+        let b = CpuStat {
+            busy_s: 10.0,
+            total_s: 20.0 * f64::from(crate::sys::cpus()),
+            ctxt: Some(41_000),
+            ..CpuStat::default()
+        };
+        let n = note(a, b, 5.0);
+        assert!(
+            n.contains("40000 context switches (/proc/stat ctxt: 2000 a second)"),
+            "{n}"
+        );
+        assert!(!note(CpuStat::default(), b, 5.0).contains("context switches"));
+    }
+
+    #[test]
     fn warns_when_other_work_took_the_cpus() {
         let a = CpuStat::default();
         let quiet = CpuStat {
             busy_s: 60.0,
             nice_s: 1.0,
             total_s: 200.0,
+            ctxt: None,
         };
         let n = note(a, quiet, 50.0);
         assert!(n.contains("everything else 10.0 s (5 %"), "{n}");
@@ -113,6 +160,7 @@ mod tests {
             busy_s: 180.0,
             nice_s: 120.0,
             total_s: 200.0,
+            ctxt: None,
         };
         let n = note(a, busy, 50.0);
         assert!(
