@@ -50,7 +50,7 @@ for k in 5.10:v5.10 6.1:v6.1; do
             --out out/fidelity/guest-$g-mfs$x --force
     done
     # Twice the spec's sizes, as the guests ran it (a guest's cgroup is 256 MiB at least).
-    for x in "" -b -c -d -e -f; do
+    for x in "" -b -c -d -e -f -g; do
         [ -d docs/fidelity/records/guest-$g-dirty-pressure$x ] || continue  # no 6.1 -f: its run overlapped a build
         $R sim examples/workloads/dirty-pressure.toml --machine docs/fidelity/records/guest-$g-dirty-pressure$x \
             --kernel $p --set anon-hog.size_mib=68 --set file-writer.file_mib=32 --set mmap-latency.pages=8192 \
