@@ -29,7 +29,7 @@ done
 # "Replicates").
 for k in 5.10:v5.10 6.1:v6.1; do
     g=${k%%:*}; p=${k##*:}
-    for r in guest-$g-stutterp-b guest-$g-stutterp-c guest-$g-stutterp-nothp-b guest-$g-stutterp-nothp-c guest-$g-stutterp-nothp-d; do
+    for r in guest-$g-stutterp-b guest-$g-stutterp-c guest-$g-stutterp-nothp-b guest-$g-stutterp-nothp-c guest-$g-stutterp-nothp-d guest-$g-stutterp-nothp-e; do
         [ -d docs/fidelity/records/$r ] || continue  # no guest-5.10-stutterp-c: that run hung
         $R sim stutterp --machine docs/fidelity/records/$r --kernel $p \
             --set stutterp.workers=2 --set stutterp.warmup_s=5 --set stutterp.duration_s=120 \
