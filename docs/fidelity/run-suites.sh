@@ -11,7 +11,7 @@ R="cargo run --release -q --"
 $R sim stutterp --machine docs/fidelity/machines/host-1G.toml --kernel v6.1 \
     --set stutterp.duration_s=60 --set stutterp.workers=4 --out out/fidelity/host-stutterp-1G --force
 # Tuning, like for like: a Debian 6.1 guest in a 1 GiB cgroup, THPs off.
-for r in guest-6.1-memcg-1G guest-6.1-memcg-1G-b; do
+for r in guest-6.1-memcg-1G guest-6.1-memcg-1G-b guest-6.1-memcg-1G-c; do
     $R sim stutterp --machine docs/fidelity/records/$r --kernel v6.1 \
         --set stutterp.workers=2 --set stutterp.warmup_s=5 --set stutterp.duration_s=120 \
         --out out/fidelity/$r --force

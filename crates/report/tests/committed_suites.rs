@@ -24,8 +24,8 @@ fn committed_suites_name_real_records_that_open() {
         }
     }
     assert_eq!(
-        pairs, 39,
-        "tuning: the host's stutterp, two 6.1 guest runs, the host's mapped-file-stream and \
+        pairs, 40,
+        "tuning: the host's stutterp, three 6.1 guest runs, the host's mapped-file-stream and \
          dirty-pressure; held out: two guests' stutterp with THPs on and off, their \
          mapped-file-stream and dirty-pressure, three runs of each (six or seven of dirty-pressure)"
     );
