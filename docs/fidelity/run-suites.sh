@@ -45,7 +45,7 @@ $R sim examples/workloads/dirty-pressure.toml --machine docs/fidelity/machines/h
     --kernel v6.1 --out out/fidelity/host-dirty-pressure-128M --force
 for k in 5.10:v5.10 6.1:v6.1; do
     g=${k%%:*}; p=${k##*:}
-    for x in "" -b -c; do
+    for x in "" -b -c -d; do
         $R sim mapped-file-stream --machine docs/fidelity/records/guest-$g-mfs$x --kernel $p \
             --out out/fidelity/guest-$g-mfs$x --force
     done
