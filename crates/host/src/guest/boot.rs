@@ -521,9 +521,7 @@ pub(super) fn guest_machine(opts: &GuestOptions, facts: &results::Facts) -> Gues
         }
         _ => (None, None),
     };
-    // The halves of the swap cycle and a context switch, as measured.
-    let ns = |k: &str| cost(k).map(|v| (v.round() as u64).min(super::machine::MAX_SWAPOUT_NS));
-    GuestMachine {
+    let mut m = GuestMachine {
         memory: opts.guest_memory,
         cpus: opts.cpus,
         disk_mb_s: opts.disk_mb_s,
@@ -531,9 +529,10 @@ pub(super) fn guest_machine(opts: &GuestOptions, facts: &results::Facts) -> Gues
         cgroup: opts.memory,
         cpu_slowdown,
         swapout_ns,
-        reclaim_ns: ns("swap_out_ns"),
-        swapin_ns: ns("swap_in_ns"),
-        switch_ns: ns("ctx_switch_ns"),
+        // Set below, as measured.
+        reclaim_ns: None,
+        swapin_ns: None,
+        switch_ns: None,
         swap_lat_us,
         swap_mb_s,
         // Set from the workload's record once it is back (with_boot_memory).
@@ -542,7 +541,10 @@ pub(super) fn guest_machine(opts: &GuestOptions, facts: &results::Facts) -> Gues
         slab_kb: None,
         // Likewise: the guest kernel's own thp.enabled (with_boot_memory).
         thp: None,
-    }
+    };
+    // The halves of the swap cycle and a context switch, as measured.
+    m.fill_probe_figures(cost);
+    m
 }
 
 /// The guest's machine with the kernel's own memory as its record `rec`

@@ -158,7 +158,43 @@ pub struct GuestMachine {
     pub thp: Option<&'static str>,
 }
 
+/// The probe's figures a guest machine carries as measured: its item and
+/// the probe's key (`reclaimlab worker cpu-costs`, `guest.cpu.*`).
+pub const PROBE_ITEMS: [(&str, &str); 3] = [
+    ("reclaim-ns", "swap_out_ns"),
+    ("swapin-ns", "swap_in_ns"),
+    ("switch-ns", "ctx_switch_ns"),
+];
+
 impl GuestMachine {
+    /// Sets each [`PROBE_ITEMS`] item this machine lacks from `probe` (ns
+    /// by the probe's key), rounded and capped as the item takes it; a
+    /// figure that is not a finite non-negative number is left out.
+    /// Returns the items set: (item, probe key, ns).
+    pub fn fill_probe_figures(
+        &mut self,
+        probe: impl Fn(&str) -> Option<f64>,
+    ) -> Vec<(&'static str, &'static str, u64)> {
+        let mut set = Vec::new();
+        for (item, key) in PROBE_ITEMS {
+            let field = match item {
+                "reclaim-ns" => &mut self.reclaim_ns,
+                "swapin-ns" => &mut self.swapin_ns,
+                _ => &mut self.switch_ns,
+            };
+            if field.is_some() {
+                continue;
+            }
+            *field = probe(key)
+                .filter(|x| x.is_finite() && *x >= 0.0)
+                .map(|x| (x.round() as u64).min(MAX_SWAPOUT_NS));
+            if let Some(n) = *field {
+                set.push((item, key, n));
+            }
+        }
+        set
+    }
+
     /// `run --kernel`'s defaults.
     pub fn defaults() -> GuestMachine {
         GuestMachine {
@@ -684,20 +720,9 @@ pub fn record_machine(dir: &std::path::Path) -> Option<Result<(String, Option<St
             v["params"][format!("guest.cpu.{k}")]
                 .as_str()
                 .and_then(|x| x.parse::<f64>().ok())
-                .filter(|x| x.is_finite() && *x >= 0.0)
-                .map(|x| (x.round() as u64).min(MAX_SWAPOUT_NS))
         };
-        for (key, field, name) in [
-            ("reclaim-ns", &mut with.reclaim_ns, "swap_out_ns"),
-            ("swapin-ns", &mut with.swapin_ns, "swap_in_ns"),
-            ("switch-ns", &mut with.switch_ns, "ctx_switch_ns"),
-        ] {
-            if field.is_none() {
-                *field = raw(name);
-                if let Some(n) = field {
-                    notes.push(format!("{key}={n} from the record's guest.cpu.{name}"));
-                }
-            }
+        for (item, probe, n) in with.fill_probe_figures(raw) {
+            notes.push(format!("{item}={n} from the record's guest.cpu.{probe}"));
         }
         if with != g {
             spec = with.to_arg();
