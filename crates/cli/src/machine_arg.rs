@@ -76,6 +76,12 @@ pub fn swap_cycle_base_ns(params: &Params) -> f64 {
         + params.cost_swap_submit_ns) as f64
 }
 
+/// The simulator's defaults, which a guest's measured figures are set
+/// against (the `cost.*` defaults are the same in every profile).
+fn default_params() -> Option<Params> {
+    reclaimlab_kernel::profile::profile("v5.15").map(Params::defaults)
+}
+
 /// `cost.swapout_page_ns` for a guest's `swapout-ns=`: that figure is its
 /// measured swap cycle less [`reclaimlab_host::cpu_probe::SWAP_CYCLE_BASE_NS`]
 /// times the slowdown (a base fixed when the probe was written, so that the
@@ -84,11 +90,9 @@ pub fn swap_cycle_base_ns(params: &Params) -> f64 {
 /// cycle stays the one it measured when a cost of the rest is measured anew
 /// (the swap-in and the swap write's submission, 2026-11-27).
 pub fn guest_swapout_ns(swapout_ns: u64, cpu_slowdown: f64) -> u64 {
-    let d = reclaimlab_kernel::profile::profile("v5.15")
-        .map(Params::defaults)
-        .map_or(reclaimlab_host::cpu_probe::SWAP_CYCLE_BASE_NS, |p| {
-            swap_cycle_base_ns(&p)
-        });
+    let d = default_params().map_or(reclaimlab_host::cpu_probe::SWAP_CYCLE_BASE_NS, |p| {
+        swap_cycle_base_ns(&p)
+    });
     let cycle = swapout_ns as f64 + reclaimlab_host::cpu_probe::SWAP_CYCLE_BASE_NS * cpu_slowdown;
     (cycle - d * cpu_slowdown).max(0.0).round() as u64
 }
@@ -125,9 +129,7 @@ pub fn reclaim_half_base_ns(params: &Params) -> f64 {
 /// The guest's reclaim factor: its measured reclaim half over
 /// [`reclaim_half_base_ns`] at the defaults.
 pub fn guest_reclaim_factor(reclaim_ns: u64) -> f64 {
-    let base = reclaimlab_kernel::profile::profile("v5.15")
-        .map(Params::defaults)
-        .map_or(6510.0, |p| reclaim_half_base_ns(&p));
+    let base = default_params().map_or(6510.0, |p| reclaim_half_base_ns(&p));
     reclaim_ns as f64 / base
 }
 
@@ -135,9 +137,7 @@ pub fn guest_reclaim_factor(reclaim_ns: u64) -> f64 {
 /// fault reads back from swap, readahead included): the measured half less
 /// the fault that maps it, `cost.fault_ns` at the median factor.
 pub fn guest_swapin_ns(swapin_ns: u64, cpu_slowdown: f64) -> u64 {
-    let fault = reclaimlab_kernel::profile::profile("v5.15")
-        .map(Params::defaults)
-        .map_or(1900.0, |p| p.cost_fault_ns as f64);
+    let fault = default_params().map_or(1900.0, |p| p.cost_fault_ns as f64);
     (swapin_ns as f64 - fault * cpu_slowdown).max(0.0).round() as u64
 }
 
@@ -154,10 +154,7 @@ fn resolve_guest(arg: &str, g: &GuestMachine) -> anyhow::Result<Resolved> {
     let mut costs = Vec::new();
     if let Some(r) = g.reclaim_ns {
         let f = guest_reclaim_factor(r);
-        let d = reclaimlab_kernel::profile::profile("v5.15")
-            .map(Params::defaults)
-            .map(|p| p.to_pairs())
-            .unwrap_or_default();
+        let d = default_params().map(|p| p.to_pairs()).unwrap_or_default();
         for name in RECLAIM_COSTS {
             if let Some((_, v)) = d.iter().find(|(k, _)| *k == name) {
                 let v: f64 = v.parse().unwrap_or(0.0);

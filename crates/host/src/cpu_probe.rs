@@ -180,25 +180,32 @@ fn pswpin() -> u64 {
     crate::sys::vmstat_counter("pswpin")
 }
 
+/// `Some` if the free swap holds `pages` pages.
+fn swap_holds(pages: usize) -> Option<()> {
+    let swap_free =
+        crate::sys::meminfo_bytes(&std::fs::read_to_string("/proc/meminfo").ok()?, "SwapFree")?;
+    (swap_free >= (pages * PAGE) as u64).then_some(())
+}
+
+/// Pass `n` of the swap probes: a distinct non-zero word written to each
+/// of the `pages` pages at `p` (a [`map`]ping), so that none is a zero page.
+fn write_pass(p: *mut u8, pages: usize, n: u64) {
+    for i in 0..pages {
+        // SAFETY: the caller's mapping holds `pages` pages.
+        unsafe { (p.add(i * PAGE) as *mut u64).write_volatile(n * 0x9e37_79b9 + i as u64) };
+    }
+}
+
 /// System CPU per swapped-in page, ns, of one process writing a non-zero
 /// word to each page of `pages` anonymous pages (order-0) in a memory
 /// cgroup of a quarter of that, passes 2 and 3 (as the
 /// `anon_reclaim_cost` example, docs/bench/cpu-costs.md). `None` without
 /// swap, root or a memory cgroup; the cgroup is removed afterwards.
 pub fn swap_cycle(pages: usize) -> Option<f64> {
-    let swap_free =
-        crate::sys::meminfo_bytes(&std::fs::read_to_string("/proc/meminfo").ok()?, "SwapFree")?;
-    if swap_free < (pages * PAGE) as u64 {
-        return None;
-    }
+    swap_holds(pages)?;
     let cg = ProbeCgroup::create(pages * PAGE / 4)?;
     let p = map(pages)?;
-    let pass = |n: u64| {
-        for i in 0..pages {
-            // SAFETY: inside the mapping.
-            unsafe { (p.add(i * PAGE) as *mut u64).write_volatile(n * 0x9e37_79b9 + i as u64) };
-        }
-    };
+    let pass = |n: u64| write_pass(p, pages, n);
     pass(1);
     let (t0, in0) = (process_stime_ns(), pswpin());
     pass(2);
@@ -225,21 +232,12 @@ pub fn swap_cycle(pages: usize) -> Option<f64> {
 /// rounds each. `None` without swap, root or a memory cgroup, or when
 /// fewer than half the pages moved.
 pub fn swap_halves(pages: usize) -> Option<(f64, f64)> {
-    let swap_free =
-        crate::sys::meminfo_bytes(&std::fs::read_to_string("/proc/meminfo").ok()?, "SwapFree")?;
-    if swap_free < (pages * PAGE) as u64 {
-        return None;
-    }
+    swap_holds(pages)?;
     // Room for the pages and this process's own memory (text, heap).
     let room = pages * PAGE + (64 << 20);
     let cg = ProbeCgroup::create(room)?;
     let p = map(pages)?;
-    let pass = |n: u64| {
-        for i in 0..pages {
-            // SAFETY: inside the mapping.
-            unsafe { (p.add(i * PAGE) as *mut u64).write_volatile(n * 0x9e37_79b9 + i as u64) };
-        }
-    };
+    let pass = |n: u64| write_pass(p, pages, n);
     let pswpout = || crate::sys::vmstat_counter("pswpout");
     pass(1);
     let (mut out, mut back) = (f64::INFINITY, f64::INFINITY);
