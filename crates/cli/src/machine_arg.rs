@@ -605,6 +605,7 @@ mod tests {
                 rotational: true,
                 nr_requests: Some(64),
                 mq: true,
+                nr_tags: Some(32),
                 scheduler: Some("bfq".into()),
                 max_sectors_kb: Some(1280),
                 wbt_lat_usec: Some(75000),

@@ -108,7 +108,9 @@ pub struct DeviceSpec {
     /// (the random-I/O penalty: ~0 for flash, milliseconds for a disk).
     #[serde(default)]
     pub seek_us: f64,
-    /// Requests in flight the device serves at once (transfer is shared).
+    /// Requests in flight the device serves at once (transfer is shared):
+    /// the blk-mq tag set's depth (`/sys/block/DEV/mq/0/nr_tags`; SATA's
+    /// NCQ 32, virtio-blk's virtqueue, NVMe's 1023).
     #[serde(default = "default_qd")]
     pub queue_depth: u32,
     /// blk-mq I/O scheduler. Unset: the kernel's default
@@ -178,6 +180,33 @@ impl DeviceSpec {
     /// [`DeviceSpec::rotational`]).
     pub fn is_rotational(&self) -> bool {
         self.rotational.unwrap_or(self.seek_us >= 1000.0)
+    }
+
+    /// `queue/nr_requests` of a blk-mq queue: with an I/O scheduler
+    /// `2 * min(queue_depth, BLKDEV_DEFAULT_RQ)` (6.1 `blk_mq_init_sched`),
+    /// without one the tag set's depth (`blk_mq_init_allocated_queue`).
+    pub fn blk_mq_nr_requests(&self) -> u32 {
+        match self.effective_scheduler() {
+            Scheduler::None => self.queue_depth,
+            _ => 2 * self.queue_depth.min(128),
+        }
+    }
+
+    /// The queue depth blk-wbt scales its limits by: `blk_queue_depth(q)`
+    /// (6.1 include/linux/blkdev.h, read by `wbt_queue_depth_changed`), the
+    /// depth a driver set with `blk_set_queue_depth`, else
+    /// `q->nr_requests`. Only SCSI sets one (`scsi_change_queue_depth`,
+    /// the only caller in 6.1's drivers), so a SCSI disk (`sd*`: SATA,
+    /// SAS, USB) throttles by its device's depth, and virtio-blk, NVMe and
+    /// the rest by the request pool, twice the tags with a scheduler: a
+    /// virtio disk of 128 tags scales up to 192 writes in flight (3/4 of
+    /// 256, `rq_depth_calc_max_depth`), not 96.
+    pub fn wbt_queue_depth(&self) -> u32 {
+        if self.name.starts_with("sd") {
+            self.queue_depth
+        } else {
+            self.blk_mq_nr_requests()
+        }
     }
 }
 
@@ -962,6 +991,35 @@ pub fn read_text_capped(path: &std::path::Path, cap: u64) -> std::io::Result<Str
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// blk-wbt scales by `blk_queue_depth`: a SCSI disk's own depth, any
+    /// other blk-mq disk's request pool (twice its tags with a scheduler,
+    /// its tags without one).
+    #[test]
+    fn wbt_depth_is_blk_queue_depth() {
+        let sata = dev("sda", 500.0, 500.0, 80.0, 20.0, 32);
+        assert_eq!(
+            (sata.blk_mq_nr_requests(), sata.wbt_queue_depth()),
+            (64, 32)
+        );
+        let virtio = dev("vda", 2600.0, 1100.0, 27.0, 0.6, 128);
+        assert_eq!(
+            (virtio.blk_mq_nr_requests(), virtio.wbt_queue_depth()),
+            (256, 256)
+        );
+        let deep = dev("vdb", 2600.0, 1100.0, 27.0, 0.6, 1024);
+        assert_eq!(
+            deep.wbt_queue_depth(),
+            256,
+            "BLKDEV_DEFAULT_RQ caps the pool"
+        );
+        let nvme = dev("nvme0n1", 1800.0, 3000.0, 20.0, 5.0, 1023);
+        assert_eq!(nvme.effective_scheduler(), Scheduler::None);
+        assert_eq!(
+            (nvme.blk_mq_nr_requests(), nvme.wbt_queue_depth()),
+            (1023, 1023)
+        );
+    }
 
     #[test]
     fn builtins_are_valid() {

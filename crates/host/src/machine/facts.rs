@@ -18,6 +18,10 @@ pub struct BlockDev {
     pub nr_requests: Option<u32>,
     /// The disk has an `mq` directory (blk-mq).
     pub mq: bool,
+    /// The blk-mq tag set's depth, `mq/0/nr_tags`: the requests the driver
+    /// has in flight at once (the first hardware queue's; every queue of a
+    /// tag set has the same).
+    pub nr_tags: Option<u32>,
     /// The active I/O scheduler (`queue/scheduler`, the bracketed name).
     pub scheduler: Option<String>,
     /// `queue/max_sectors_kb`.
@@ -50,6 +54,7 @@ pub fn block_device_of(dir: &Path) -> Option<BlockDev> {
         rotational: sys::read_u64(disk.join("queue/rotational")) == Some(1),
         nr_requests: sys::read_u64(disk.join("queue/nr_requests")).map(|v| v as u32),
         mq: disk.join("mq").exists(),
+        nr_tags: sys::read_u64(disk.join("mq/0/nr_tags")).map(|v| v as u32),
         scheduler: fs::read_to_string(disk.join("queue/scheduler"))
             .ok()
             .and_then(|l| active_scheduler(&l)),

@@ -214,6 +214,7 @@ mod tests {
                 rotational: false,
                 nr_requests: Some(255),
                 mq: true,
+                nr_tags: Some(1023),
                 scheduler: Some("none".into()),
                 max_sectors_kb: Some(512),
                 wbt_lat_usec: Some(2000),
@@ -299,7 +300,8 @@ mod tests {
             "layer = \"blk-mq\"\n",
             "write_mb_s = 812.5\n",
             "read_mb_s = 1500.0\n",
-            "queue_depth = 32\n",
+            // The tag set's depth, from sysfs.
+            "queue_depth = 1023\n",
             // The data directory's filesystem, from its mount.
             "fs = \"ext4\"",
         ] {
@@ -310,6 +312,14 @@ mod tests {
         f.fstype = Some("btrfs".into());
         let (t, _) = machine_toml(&arg("host"), &f, &bw()).unwrap();
         assert!(!t.contains("\nfs =") && t.contains("# fs: btrfs"), "{t}");
+        // Without a readable tag count: the built-in machines' 32, said so.
+        let mut f = facts();
+        f.device.as_mut().unwrap().nr_tags = None;
+        let (t, _) = machine_toml(&arg("host"), &f, &bw()).unwrap();
+        assert!(
+            t.contains("queue_depth = 32\n") && t.contains("# queue_depth: not readable"),
+            "{t}"
+        );
         let (t, _) = machine_toml(&arg("host:all,swap=1G"), &facts(), &bw()).unwrap();
         assert!(
             t.contains("memory_mib = 16384\n")

@@ -154,7 +154,18 @@ pub fn machine_toml(
     } else {
         (80.0, 20.0)
     };
-    let queue_depth = 32;
+    // The tag set's depth where sysfs shows it (blk-mq); else the built-in
+    // machines' 32 (a SATA disk's NCQ).
+    let (queue_depth, qd_note) = match facts.device.as_ref().and_then(|d| d.nr_tags) {
+        Some(n) if n > 0 => (
+            n,
+            format!("{n}, the disk's mq/0/nr_tags (requests in flight at once)"),
+        ),
+        _ => (
+            32,
+            "not readable (no mq/0/nr_tags); the built-in machines' 32".to_string(),
+        ),
+    };
     let (latency_us, seek_us, latency_note) = match bw.latency {
         Some(l) => {
             let (lat, seek) = l.device_params(bw.device_read_mb_s());
@@ -258,7 +269,7 @@ pub fn machine_toml(
          # write_mb_s: {write_note}\n\
          # read_mb_s: {read_note}\n\
          # {latency_note}\n\
-         # queue_depth: not measured; the built-in machines' 32\n\
+         # queue_depth: {qd_note}\n\
          # layer: {layer} (from the disk's sysfs `mq` directory and the kernel version)\n\
          # scheduler, max_sectors_kb, wbt_lat_usec: the disk's sysfs queue settings, where readable\n",
         utc_date(bw.when_unix),

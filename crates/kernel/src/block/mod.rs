@@ -161,7 +161,7 @@ impl BlockDev {
         // (`blk_mq_init_sched`: `2 * min(queue_depth, BLKDEV_DEFAULT_RQ)`).
         let nr = match d.layer {
             Layer::SingleQueue => p.nr_requests as u32,
-            Layer::BlkMq => 2 * d.queue_depth.min(128),
+            Layer::BlkMq => d.blk_mq_nr_requests(),
         };
         BlockDev {
             name: d.name.clone(),
@@ -193,7 +193,7 @@ impl BlockDev {
             dd_tunables: (p.dd_fifo_batch, p.dd_writes_starved),
             max_request_pages: (d.max_sectors_kb / 4).max(1) as usize,
             wbt: Wbt::new(
-                d.queue_depth,
+                d.wbt_queue_depth(),
                 d.effective_wbt_lat_usec() * 1000,
                 (p.hz / 10).max(1) * p.tick_ns(),
             ),
