@@ -7,8 +7,9 @@
 # and 6.1); docs/fidelity.md says how.
 set -e
 R="cargo run --release -q --"
-# Tuning: the case the simulator's fixes were found on (docs/memcg.md).
-$R sim stutterp --machine docs/fidelity/machines/host-1G.toml --kernel v6.1 \
+# Tuning: the case the simulator's fixes were found on (docs/memcg.md). The
+# host runs 6.18: its profile is v6.18 (v6.1 before 2026-11-28, fifth session).
+$R sim stutterp --machine docs/fidelity/machines/host-1G.toml --kernel v6.18 \
     --set stutterp.duration_s=60 --set stutterp.workers=4 --out out/fidelity/host-stutterp-1G --force
 # Tuning, like for like: a Debian 6.1 guest in a 1 GiB cgroup, THPs off.
 for r in guest-6.1-memcg-1G guest-6.1-memcg-1G-b guest-6.1-memcg-1G-c; do
@@ -39,10 +40,10 @@ done
 # Other workloads (2026-11-27, late): mapped-file-stream and dirty-pressure,
 # on the host in a memory cgroup (tuning) and in both generations' guests
 # with THPs off (held out).
-$R sim mapped-file-stream --machine docs/fidelity/machines/host-1G.toml --kernel v6.1 \
+$R sim mapped-file-stream --machine docs/fidelity/machines/host-1G.toml --kernel v6.18 \
     --out out/fidelity/host-mfs-1G --force
 $R sim examples/workloads/dirty-pressure.toml --machine docs/fidelity/machines/host-128M.toml \
-    --kernel v6.1 --out out/fidelity/host-dirty-pressure-128M --force
+    --kernel v6.18 --out out/fidelity/host-dirty-pressure-128M --force
 for k in 5.10:v5.10 6.1:v6.1; do
     g=${k%%:*}; p=${k##*:}
     for x in "" -b -c -d; do

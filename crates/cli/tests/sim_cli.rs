@@ -160,7 +160,7 @@ fn unknown_or_repeated_kernel_lists_the_profiles() {
         &[
             "--kernel v5.99",
             "unknown kernel profile",
-            "v2.6.36, v2.6.37, v4.16, v4.17, v5.8, v5.9, v5.10, v5.15, reclaimcongest-v2, v5.16-rc1, v5.16, v6.1, none",
+            "v2.6.36, v2.6.37, v4.16, v4.17, v5.8, v5.9, v5.10, v5.15, reclaimcongest-v2, v5.16-rc1, v5.16, v6.1, v6.18, none",
         ],
     );
     let e = sim_fails(&d, None, &["--kernel", "v5.16,v5.16"]);

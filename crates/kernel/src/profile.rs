@@ -279,6 +279,17 @@ pub struct KernelProfile {
     /// reclaim cost (`lru_note_cost_page`), which tilts `get_scan_count`
     /// towards file pages.
     pub swapin_workingset: bool,
+    /// What `lru_note_cost` counts as the cost of reclaiming a type, which
+    /// `get_scan_count` balances the two lists by: up to 6.1 the pages
+    /// written (`nr_pageout`) and refaulted, one each; from 6.2 (Johannes
+    /// Weiner's "mm: vmscan: make rotations a secondary factor in balancing
+    /// anon vs file", 0538a82c39e9) `nr_io * SWAP_CLUSTER_MAX + nr_rotated`,
+    /// the rotations being the pages `shrink_inactive_list` scanned and did
+    /// not reclaim (`nr_scanned - nr_reclaimed`: activated, kept, under
+    /// writeback) and the executable pages `shrink_active_list` kept
+    /// active. A file list whose dirty pages keep coming back active costs
+    /// more, so reclaim leans on anon.
+    pub lru_cost_rotations: bool,
     /// How large a CPU's free-page list may grow (`crate::mm::pcp`): 6 x
     /// batch up to 5.13, the low watermark over the node's CPUs (cut while
     /// kswapd runs) from 5.14.
@@ -433,6 +444,19 @@ const V6_1: KernelProfile = KernelProfile {
     ..V5_16
 };
 
+/// 6.18, from 6.1: what later kernels changed in the paths the model has,
+/// read in 6.18's mm/: rotations in the LRU cost (0538a82c39e9, 6.2) and
+/// `vma_has_recency` (6.3). The reference host's kernel. Not modelled:
+/// large folios in the page cache (ext4 from 6.16, XFS from 5.18), the
+/// swap allocator's clusters (6.12+), MGLRU (off unless configured).
+const V6_18: KernelProfile = KernelProfile {
+    name: "v6.18",
+    description: "v6.1 and the LRU cost of rotations (0538a82c39e9, 6.2: pages scanned and not reclaimed weigh in get_scan_count, I/O 32 times a page) and vma_has_recency (6.3); the reference host's kernel, with an order-0 page cache",
+    lru_cost_rotations: true,
+    vma_recency: true,
+    ..V6_1
+};
+
 /// No kernel: 5.16 with every throttling sleep and wake-up removed.
 const NONE: KernelProfile = KernelProfile {
     name: "none",
@@ -464,6 +488,7 @@ const PROFILES: &[KernelProfile] = &[
     V5_16_RC1,
     V5_16,
     V6_1,
+    V6_18,
     NONE,
 ];
 
@@ -513,7 +538,7 @@ pub enum PolicyError {
 
 /// The sites and switches of a profile that `--set policy.NAME=VALUE`
 /// changes, with their help lines.
-const POLICY: [(&str, &str); 24] = [
+const POLICY: [(&str, &str); 25] = [
     ("policy.kswapd_immediate", "what kswapd does at the end of shrink_node when it met pages under writeback marked for immediate reclaim (sc->nr.immediate)"),
     ("policy.direct_congested", "what direct reclaim does at the end of shrink_node when kswapd has marked the lruvec LRUVEC_CONGESTED"),
     ("policy.too_many_isolated", "what shrink_inactive_list does (once) while too_many_isolated()"),
@@ -536,12 +561,13 @@ const POLICY: [(&str, &str); 24] = [
     ("policy.vma_recency", "1: folio_referenced ignores the accessed bits of MADV_RANDOM and MADV_SEQUENTIAL mappings (6.3+ vma_has_recency), so a mapped-file-stream reader's pages go at first sight; 0: only MADV_SEQUENTIAL's (up to 6.2, every profile here)"),
     ("policy.shrink_lruvec", "what shrink_lruvec does once it has reclaimed nr_to_reclaim (not in global direct reclaim at DEF_PRIORITY): scan_adjusted (up to 5.19, 5.10.156: one proportional nudge, then the rest of the larger type's target is scanned whatever is reclaimed) or proportional_reclaim (6.0+, 5.10.157+: after the nudge one more batch, then stop)"),
     ("policy.swapin_workingset", "1: every page read from swap is marked PG_workingset (4.20-5.10 __read_swap_cache_async), so its next eviction leaves an 'active' shadow and a refault within the distance is a restore that adds to the anon reclaim cost; 0: only refaults and deactivation mark it (5.15+)"),
+    ("policy.lru_cost_rotations", "1: lru_note_cost counts the pages reclaim scanned and did not reclaim, and I/O as SWAP_CLUSTER_MAX a page (6.2+, 0538a82c39e9), so a list that keeps rotating costs more in get_scan_count's balance; 0: only the pages written and refaulted, one each (up to 6.1)"),
     ("policy.pcp_high", "how many free pages a CPU may keep on its per-CPU list, out of the watermark checks' sight: 6batch (up to 5.13: 6 x zone_batchsize, overflows return a batch) or low_wmark (5.14+: the low watermark over the node's CPUs, cut to 4 x batch while kswapd reclaims, overflows return a growing share), or none (no kernel: none kept)"),
     ("policy.rate_priority", "no kernel: off (every kernel), or gross/net: a direct reclaimer about to sleep in reclaim_throttle (not for ISOLATED) goes on if the pages it allocated (net: less those it freed or reclaimed) per second over its last throttle.rate.window_ms are at most the machine's reclaim rate (pgsteal per second) divided among the user tasks"),
 ];
 
 /// Every `policy.*` name (and `xfs.inode_reclaim`, a profile setting too).
-pub const POLICY_NAMES: [&str; 24] = [
+pub const POLICY_NAMES: [&str; 25] = [
     POLICY[0].0,
     POLICY[1].0,
     POLICY[2].0,
@@ -566,6 +592,7 @@ pub const POLICY_NAMES: [&str; 24] = [
     POLICY[21].0,
     POLICY[22].0,
     POLICY[23].0,
+    POLICY[24].0,
 ];
 
 const BOOL_CHOICES: [(&str, bool); 2] = [("0", false), ("1", true)];
@@ -606,6 +633,7 @@ fn accepted_values(name: &str) -> Vec<&'static str> {
         | "policy.memcg_noprogress"
         | "policy.vma_recency"
         | "policy.swapin_workingset"
+        | "policy.lru_cost_rotations"
         | "xfs.writepage"
         | "policy.direct_congested_sees_node" => names(&BOOL_CHOICES),
         "policy.writeback_wake_count" => names(&WAKE_COUNT_CHOICES),
@@ -634,6 +662,7 @@ impl KernelProfile {
             "policy.memcg_noprogress" => choice_name(&BOOL_CHOICES, self.memcg_noprogress),
             "policy.vma_recency" => choice_name(&BOOL_CHOICES, self.vma_recency),
             "policy.swapin_workingset" => choice_name(&BOOL_CHOICES, self.swapin_workingset),
+            "policy.lru_cost_rotations" => choice_name(&BOOL_CHOICES, self.lru_cost_rotations),
             "policy.writeback_wake_count" => {
                 choice_name(&WAKE_COUNT_CHOICES, self.throttled_count_all)
             }
@@ -702,6 +731,7 @@ impl KernelProfile {
             "policy.memcg_noprogress" => self.memcg_noprogress = parse_choice(on, name, value)?,
             "policy.vma_recency" => self.vma_recency = parse_choice(on, name, value)?,
             "policy.swapin_workingset" => self.swapin_workingset = parse_choice(on, name, value)?,
+            "policy.lru_cost_rotations" => self.lru_cost_rotations = parse_choice(on, name, value)?,
             "policy.writeback_wake_count" => {
                 self.throttled_count_all = parse_choice(&WAKE_COUNT_CHOICES, name, value)?
             }

@@ -229,7 +229,8 @@ impl Kernel {
             },
             1,
         );
-        self.lru_note_cost(nid, memcg, file, 1);
+        // lru_note_cost_refault: the page's I/O, no rotation.
+        self.lru_note_cost(nid, memcg, file, 1, 0);
         pg::ACTIVE | pg::WORKINGSET
     }
 
@@ -238,7 +239,25 @@ impl Kernel {
     ///
     /// Charged to the lruvec and each of its memcg's ancestors
     /// (`parent_lruvec`), each decayed against its hierarchical size.
-    pub fn lru_note_cost(&mut self, nid: usize, memcg: usize, file: bool, n: u64) {
+    ///
+    /// `nr_io` pages of I/O (written by reclaim, or refaulted) and
+    /// `nr_rotated` pages scanned without being reclaimed: up to 6.1 the
+    /// cost is the I/O alone, a page each; from 6.2
+    /// (`policy.lru_cost_rotations`, 0538a82c39e9 mm/swap.c
+    /// `lru_note_cost`) `nr_io * SWAP_CLUSTER_MAX + nr_rotated`.
+    pub fn lru_note_cost(
+        &mut self,
+        nid: usize,
+        memcg: usize,
+        file: bool,
+        nr_io: u64,
+        nr_rotated: u64,
+    ) {
+        let n = if self.profile.lru_cost_rotations {
+            nr_io * crate::vmscan::SWAP_CLUSTER_MAX + nr_rotated
+        } else {
+            nr_io
+        };
         let mut m = Some(memcg as u16);
         while let Some(id) = m {
             let id = id as usize;
@@ -309,5 +328,50 @@ impl Kernel {
         if file {
             self.nodes[nid].mod_state(NodeStat::NrFilePages, d);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::machine::Machine;
+    use crate::params::Params;
+    use crate::profile::profile;
+    use crate::Kernel;
+
+    fn kernel(name: &str) -> Kernel {
+        let m = Machine::from_toml(
+            "name='c'\ncpus=1\nmemory_mib=64\nswap_mib=64\n[[devices]]\nname='vdc'\nwrite_mb_s=100\nread_mb_s=100\nlatency_us=100\n",
+            "test",
+        )
+        .unwrap();
+        let p = profile(name).unwrap();
+        let mut k = Kernel::new(m, p.clone(), Params::defaults(p), 1);
+        // A large LRU, so that no decay halves the costs below.
+        k.nodes[0].lruvecs[0].lists[0].len = 1 << 20;
+        k
+    }
+
+    /// Up to 6.1 reclaim's cost is its I/O, a page each; from 6.2
+    /// (0538a82c39e9) I/O weighs SWAP_CLUSTER_MAX a page and every page
+    /// scanned without being reclaimed adds one.
+    #[test]
+    fn lru_cost_counts_rotations_from_6_2() {
+        for (name, file_cost, anon_cost) in [("v6.1", 2, 0), ("v6.18", 2 * 32 + 30, 5)] {
+            let mut k = kernel(name);
+            k.lru_note_cost(0, 0, true, 2, 30);
+            k.lru_note_cost(0, 0, false, 0, 5);
+            let lv = &k.nodes[0].lruvecs[0];
+            assert_eq!(
+                (lv.file_cost, lv.anon_cost),
+                (file_cost, anon_cost),
+                "{name}"
+            );
+        }
+        // The decay still halves both once they pass a quarter of the LRU.
+        let mut k = kernel("v6.18");
+        k.nodes[0].lruvecs[0].lists[0].len = 400;
+        k.lru_note_cost(0, 0, true, 3, 10);
+        let lv = &k.nodes[0].lruvecs[0];
+        assert_eq!(lv.file_cost, 53, "106 > 400 / 4: halved");
     }
 }

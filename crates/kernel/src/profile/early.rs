@@ -95,6 +95,7 @@ pub const V2_6_36: KernelProfile = KernelProfile {
     xfs_inode_reclaim: InodeReclaim::Sync,
     xfs_writepage: true,
     vma_recency: false,
+    lru_cost_rotations: false,
     proportional_reclaim: false,
     // 4.20 added it; the early profiles are older.
     swapin_workingset: false,

@@ -732,7 +732,10 @@ pub(super) async fn shrink_inactive_list(
             },
             nr_reclaimed,
         );
-        k.lru_note_cost(nid, memcg, file, stat.nr_pageout);
+        // 6.2+ shrink_inactive_list: `lru_note_cost(lruvec, file,
+        // stat.nr_pageout, nr_scanned - nr_reclaimed)` (nr_scanned: the
+        // pages isolated here; the model skips none).
+        k.lru_note_cost(nid, memcg, file, stat.nr_pageout, nr_taken - nr_reclaimed);
         // The whole batch was dirty file pages nobody queued for IO: the
         // flushers are behind; nudge them (wakeup_flusher_threads(WB_REASON_VMSCAN)).
         let all_unqueued_dirty = stat.nr_unqueued_dirty == nr_taken;
@@ -921,6 +924,10 @@ pub(super) async fn shrink_active_list(
     let mut k = w.k();
     k.move_folios_to_lru(nid, memcg, &pages);
     k.recycle_pfn_vec(pages);
+    // 6.2+: `if (nr_rotated) lru_note_cost(lruvec, file, 0, nr_rotated)`.
+    if rotated > 0 && k.profile.lru_cost_rotations {
+        k.lru_note_cost(nid, memcg, lru.is_file(), 0, rotated);
+    }
     // PGDEACTIVATE counts the pages moved to the inactive list only.
     k.count(Ev::Pgdeactivate, n - rotated);
     k.count_memcg_events(memcg as u16, MemcgVm::Pgdeactivate, n - rotated);
