@@ -53,14 +53,23 @@ pub fn map_anon(bytes: usize) -> Result<*mut u8> {
     Ok(p.cast())
 }
 
-/// Writes one `u64` per page of `[p, p+bytes)`.
+/// Writes one `u64` per page of `[p, p+bytes)`: `value`, or with `None`
+/// the word's own address, as mmtests' `memory-hog.c` does
+/// (`*(volatile unsigned long *)p = (unsigned long)p`).
+///
+/// Never zero: since 6.12 (`mm: store zero pages to be swapped out in a
+/// bitmap`) the kernel swaps a zero-filled anonymous page out and in
+/// without I/O (`swpout_zero`, `swpin_zero`), so a worker storing 0 (as
+/// these did on their first pass until 2026-11-28) makes pages that
+/// mmtests' workers never make, and that the simulator does not model.
 ///
 /// # Safety
 /// `p` must be a writable mapping of at least `bytes` bytes.
-unsafe fn touch(p: *mut u8, bytes: usize, page: usize, value: u64) {
+unsafe fn touch(p: *mut u8, bytes: usize, page: usize, value: Option<u64>) {
     let mut off = 0;
     while off < bytes {
-        std::ptr::write_volatile(p.add(off).cast::<u64>(), value);
+        let at = p.add(off);
+        std::ptr::write_volatile(at.cast::<u64>(), value.unwrap_or(at as u64));
         off += page;
     }
 }
@@ -86,20 +95,19 @@ pub fn mmap_latency(
     };
     let start = sys::mono_ns();
     let mut prev = start;
-    let mut i: u64 = 0;
     while !stop.load(Ordering::Relaxed) {
         // SAFETY: nanosleep with a valid timespec; EINTR just shortens the sleep.
         unsafe { libc::nanosleep(&sleep, std::ptr::null_mut()) };
         let p = map_anon(bytes)?;
         // SAFETY: p maps `bytes` writable bytes until the munmap below.
         unsafe {
-            touch(p, bytes, page, i);
+            // mmtests' mmap-latency.c stores the last timestamp (time1).
+            touch(p, bytes, page, Some(prev.max(1)));
             libc::munmap(p.cast(), bytes);
         }
         let now = sys::mono_ns();
         let us = mmap_latency_sample_us(now - prev, sleep_ms);
         prev = now;
-        i += 1;
         let t_s = now.saturating_sub(t0_mono_ns) as f64 / 1e9;
         writeln!(f, "{t_s:.6} {us:.3}").map_err(|e| HostError::io("cannot write", out, e))?;
         if duration_s > 0 && now - start >= duration_s * 1_000_000_000 {
@@ -136,13 +144,11 @@ pub fn memory_hog(bytes: u64, stop: Arc<AtomicBool>) -> Result<()> {
     let page = sys::page_size() as usize;
     let bytes = bytes as usize;
     let p = map_anon(bytes)?;
-    let mut pass: u64 = 0;
     let out = std::io::stdout();
     while !stop.load(Ordering::Relaxed) {
         let t = sys::mono_ns();
         // SAFETY: p maps `bytes` writable bytes for the life of the process.
-        unsafe { touch(p, bytes, page, pass) };
-        pass += 1;
+        unsafe { touch(p, bytes, page, None) };
         let _ = writeln!(out.lock(), "{}", (sys::mono_ns() - t) / 1_000_000);
     }
     Ok(())
@@ -251,6 +257,26 @@ pub fn mmap_file_reader(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The hog's stores are never zero, whatever the pass (6.12+ swaps a
+    /// zero-filled page without I/O): each page holds its own address.
+    #[test]
+    fn hog_stores_are_never_zero() {
+        let page = sys::page_size() as usize;
+        let bytes = 8 * page;
+        let p = map_anon(bytes).unwrap();
+        // SAFETY: p maps `bytes` writable bytes until the munmap below.
+        unsafe {
+            touch(p, bytes, page, None);
+            for i in 0..8 {
+                let at = p.add(i * page);
+                let v = at.cast::<u64>().read_volatile();
+                assert_eq!(v, at as u64);
+                assert_ne!(v, 0);
+            }
+            libc::munmap(p.cast(), bytes);
+        }
+    }
 
     #[test]
     fn latency_worker_writes_samples() {
