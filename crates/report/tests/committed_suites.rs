@@ -24,8 +24,8 @@ fn committed_suites_name_real_records_that_open() {
         }
     }
     assert_eq!(
-        pairs, 46,
-        "tuning: two runs of the host's stutterp, three 6.1 guest runs, the host's mapped-file-stream and \
+        pairs, 47,
+        "tuning: three runs of the host's stutterp, three 6.1 guest runs, the host's mapped-file-stream and \
          four runs of its dirty-pressure; held out: two guests' stutterp with THPs on and off, their \
          mapped-file-stream and dirty-pressure, three runs of each (six or seven of dirty-pressure)"
     );
