@@ -148,6 +148,20 @@ pub struct DeviceSpec {
     /// more), as the simulator decided before the flag was a field.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rotational: Option<bool>,
+    /// The device serves reads beside writes: a read does not wait for the
+    /// writes the device already holds (each direction has a server of its
+    /// own at its bandwidth). Measured on the reference host's virtio disk:
+    /// 4 KiB direct reads while 16 × 4 MiB writes are in flight complete in
+    /// about 50 µs at the median (90th percentile 65 µs) where each write
+    /// takes 28 ms (docs/fidelity.md, "Reads beside writes"). Default
+    /// false: one server takes every request in turn, so a read queues
+    /// behind the writes dispatched before it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub reads_beside_writes: bool,
+}
+
+fn is_false(v: &bool) -> bool {
+    !*v
 }
 
 fn default_max_sectors_kb() -> u32 {
@@ -535,6 +549,7 @@ fn dev(name: &str, w: f64, r: f64, lat: f64, seek: f64, qd: u32) -> DeviceSpec {
         wbt_lat_usec: None,
         fs: None,
         rotational: None,
+        reads_beside_writes: false,
     }
 }
 

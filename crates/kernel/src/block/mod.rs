@@ -112,12 +112,16 @@ pub struct BlockDev {
     pub in_flight: [u32; 2],
     /// Congested per direction (`WB_{a}sync_congested`).
     pub congested: [bool; 2],
-    /// End of the current transfer.
-    pub busy_until: u64,
-    /// Position after the last transferred request.
-    pub next_pos: u64,
-    /// Requests in completion order.
-    pub completions: VecDeque<Request>,
+    /// End of the current transfer, per server ([`BlockDev::server`]).
+    pub busy_until: [u64; 2],
+    /// Position after the last transferred request, per server.
+    pub next_pos: [u64; 2],
+    /// Requests in completion order, per server.
+    pub completions: [VecDeque<Request>; 2],
+    /// Reads are served beside writes ([`DeviceSpec::reads_beside_writes`]):
+    /// each direction has a server of its own; otherwise one server takes
+    /// every request in turn (server 0).
+    pub split: bool,
     /// The interrupt task sleeps here when idle.
     pub irq_wait: WaitQueue,
     /// Submitters wait here for a free request slot (`get_request`).
@@ -175,9 +179,10 @@ impl BlockDev {
             congestion_off: (nr - nr / 8 - nr / 16).saturating_sub(1).max(1),
             in_flight: [0; 2],
             congested: [false; 2],
-            busy_until: 0,
-            next_pos: 0,
-            completions: VecDeque::new(),
+            busy_until: [0; 2],
+            next_pos: [0; 2],
+            completions: Default::default(),
+            split: d.reads_beside_writes,
             irq_wait: WaitQueue::default(),
             slot_wait: Default::default(),
             alloc_pos: 1 << 32,
@@ -199,6 +204,25 @@ impl BlockDev {
             ),
             next_id: 0,
         }
+    }
+}
+
+impl BlockDev {
+    /// The server that takes a request of direction `dir`.
+    fn server(&self, dir: usize) -> usize {
+        if self.split {
+            dir
+        } else {
+            0
+        }
+    }
+
+    /// The server whose next completion comes first, and its time (the
+    /// write server on a tie).
+    fn next_completion(&self) -> Option<(usize, u64)> {
+        (0..2)
+            .filter_map(|sv| self.completions[sv].front().map(|r| (sv, r.done_at)))
+            .min_by_key(|&(sv, at)| (at, sv))
     }
 }
 
@@ -262,19 +286,20 @@ impl Kernel {
             dev.read_ns_per_page
         };
         let mut service = (per * n as f64) as u64;
-        if rq.pos != dev.next_pos {
+        let sv = dev.server(rq.kind.dir());
+        if rq.pos != dev.next_pos[sv] {
             service += dev.seek_ns;
         }
-        dev.next_pos = rq.pos + n;
-        let start = dev.busy_until.max(now);
-        dev.busy_until = start + service;
-        rq.done_at = dev.busy_until + dev.latency_ns;
+        dev.next_pos[sv] = rq.pos + n;
+        let start = dev.busy_until[sv].max(now);
+        dev.busy_until[sv] = start + service;
+        rq.done_at = dev.busy_until[sv] + dev.latency_ns;
         rq.started = now;
         if rq.kind.dir() == BLK_RW_SYNC && dev.wbt.enabled() {
             dev.wbt.read_issued(rq.id, now);
         }
         dev.dispatched += 1;
-        dev.completions.push_back(rq);
+        dev.completions[sv].push_back(rq);
         if dev.irq_wait.active() {
             let mut wq = std::mem::take(&mut dev.irq_wait);
             self.exec.wake_up_all(&mut wq);
@@ -331,7 +356,10 @@ impl Kernel {
 
     /// Finishes the first request of device `d` (its completion time has come).
     fn complete_request(&mut self, d: usize) {
-        let Some(rq) = self.devs[d].completions.pop_front() else {
+        let Some(sv) = self.devs[d].next_completion().map(|(sv, _)| sv) else {
+            return;
+        };
+        let Some(rq) = self.devs[d].completions[sv].pop_front() else {
             return;
         };
         let dir = rq.kind.dir();
@@ -546,16 +574,18 @@ pub async fn submit_bio(w: &World, d: usize, kind: ReqKind, pages: Vec<Pfn>, pos
 /// The device's interrupt task: completes requests at their time.
 pub async fn device_irq(w: std::rc::Rc<World>, d: usize) {
     loop {
-        let next = {
+        let (next, split) = {
             let mut k = w.k();
             let k = &mut *k;
-            match k.devs[d].completions.front().map(|r| r.done_at) {
-                None => {
-                    k.exec.prepare_to_wait(&mut k.devs[d].irq_wait);
-                    None
-                }
-                Some(at) => Some(at),
+            let dev = &mut k.devs[d];
+            let next = dev.next_completion().map(|(_, at)| at);
+            // With two servers a request dispatched now may end before the
+            // one the task would sleep for: it sleeps on the queue too, and
+            // start_transfer wakes it.
+            if next.is_none() || dev.split {
+                k.exec.prepare_to_wait(&mut k.devs[d].irq_wait);
             }
+            (next, k.devs[d].split)
         };
         match next {
             None => {
@@ -564,9 +594,76 @@ pub async fn device_irq(w: std::rc::Rc<World>, d: usize) {
                 let k = &mut *k;
                 k.exec.finish_wait(&mut k.devs[d].irq_wait);
             }
+            Some(at) if split => {
+                w.block(Some(at)).await;
+                let mut k = w.k();
+                let k = &mut *k;
+                k.exec.finish_wait(&mut k.devs[d].irq_wait);
+                let now = k.exec.now();
+                while k.devs[d].next_completion().is_some_and(|(_, t)| t <= now) {
+                    k.complete_request(d);
+                }
+            }
             Some(at) => {
                 w.sleep_until(at).await;
                 w.k().complete_request(d);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::machine::Machine;
+    use crate::profile::profile;
+
+    fn kernel(split: bool) -> Kernel {
+        let m = Machine::from_toml(
+            &format!("name='d'\ncpus=1\nmemory_mib=64\nswap_mib=64\n[[devices]]\nname='vdc'\nwrite_mb_s=4096\nread_mb_s=4096\nlatency_us=0\nscheduler='none'\nreads_beside_writes={split}\n"),
+            "test",
+        )
+        .unwrap();
+        let p = profile("v6.1").unwrap();
+        Kernel::new(m, p.clone(), Params::defaults(p), 1)
+    }
+
+    fn rq(kind: ReqKind, pages: usize, pos: u64, id: u64) -> Request {
+        Request {
+            kind,
+            pages: vec![0; pages],
+            pos,
+            done_at: 0,
+            waiter: None,
+            id,
+            started: 0,
+            wbt: None,
+        }
+    }
+
+    /// One server: a read waits for the writes before it. Two
+    /// (`reads_beside_writes`): it does not, and the earlier completion
+    /// comes first.
+    #[test]
+    fn reads_beside_writes_do_not_queue_behind_them() {
+        for split in [false, true] {
+            let mut k = kernel(split);
+            // 4096 MB/s: 1000 ns a page; four 1024-page writes, then a read.
+            for i in 0..4 {
+                k.start_transfer(0, rq(ReqKind::FileWrite, 1024, 1024 * i, i));
+            }
+            k.start_transfer(0, rq(ReqKind::SwapIn, 1, 1 << 20, 9));
+            let (sv, at) = k.devs[0].next_completion().unwrap();
+            if split {
+                assert_eq!((sv, at), (BLK_RW_SYNC, 1_000), "the read ends first");
+            } else {
+                assert_eq!((sv, at), (0, 1_024_000), "the first write ends first");
+                let read = k.devs[0].completions[0].back().unwrap();
+                assert!(
+                    read.done_at > 4 * 1_024_000,
+                    "the read waited: {}",
+                    read.done_at
+                );
             }
         }
     }
