@@ -122,6 +122,13 @@ pub struct BlockDev {
     /// each direction has a server of its own; otherwise one server takes
     /// every request in turn (server 0).
     pub split: bool,
+    /// The requests at the device share its bandwidth
+    /// ([`DeviceSpec::shared_bandwidth`]): they are here with the work
+    /// (ns at the full bandwidth) each has left, and move to
+    /// `completions[0]` when it runs out.
+    pub shared: Option<Vec<(Request, f64)>>,
+    /// When the work left in `shared` was last brought up to date.
+    pub shared_at: u64,
     /// The interrupt task sleeps here when idle.
     pub irq_wait: WaitQueue,
     /// Submitters wait here for a free request slot (`get_request`).
@@ -183,6 +190,8 @@ impl BlockDev {
             next_pos: [0; 2],
             completions: Default::default(),
             split: d.reads_beside_writes,
+            shared: d.shared_bandwidth.then(Vec::new),
+            shared_at: 0,
             irq_wait: WaitQueue::default(),
             slot_wait: Default::default(),
             alloc_pos: 1 << 32,
@@ -208,6 +217,54 @@ impl BlockDev {
 }
 
 impl BlockDev {
+    /// Shared bandwidth: takes the time since the last update off the work
+    /// left of every request at the device, each getting an equal share.
+    fn shared_advance(&mut self, now: u64) {
+        let at = self.shared_at;
+        self.shared_at = now;
+        let Some(v) = self.shared.as_mut() else {
+            return;
+        };
+        if v.is_empty() || now <= at {
+            return;
+        }
+        let each = (now - at) as f64 / v.len() as f64;
+        for (_, left) in v.iter_mut() {
+            *left -= each;
+        }
+    }
+
+    /// Shared bandwidth: when the request with the least work left ends, if
+    /// no other arrives before.
+    fn shared_next_end(&self) -> Option<u64> {
+        let v = self.shared.as_ref()?;
+        let least = v.iter().map(|(_, l)| *l).fold(f64::INFINITY, f64::min);
+        least
+            .is_finite()
+            .then(|| self.shared_at + (least.max(0.0) * v.len() as f64).ceil() as u64)
+    }
+
+    /// Shared bandwidth: moves the requests whose work is done to the
+    /// completions, due after the device's latency, in the order they
+    /// were dispatched.
+    fn shared_finish(&mut self, now: u64) {
+        let lat = self.latency_ns;
+        let Some(v) = self.shared.as_mut() else {
+            return;
+        };
+        let mut i = 0;
+        while i < v.len() {
+            // Half a nanosecond: what the float arithmetic may leave over.
+            if v[i].1 <= 0.5 {
+                let (mut rq, _) = v.remove(i);
+                rq.done_at = now + lat;
+                self.completions[0].push_back(rq);
+            } else {
+                i += 1;
+            }
+        }
+    }
+
     /// The server that takes a request of direction `dir`.
     fn server(&self, dir: usize) -> usize {
         if self.split {
@@ -286,6 +343,28 @@ impl Kernel {
             dev.read_ns_per_page
         };
         let mut service = (per * n as f64) as u64;
+        if dev.shared.is_some() {
+            // Processor sharing: the request joins those at the device with
+            // its work; when each ends depends on who else is there.
+            if rq.pos != dev.next_pos[0] {
+                service += dev.seek_ns;
+            }
+            dev.next_pos[0] = rq.pos + n;
+            dev.shared_advance(now);
+            rq.started = now;
+            if rq.kind.dir() == BLK_RW_SYNC && dev.wbt.enabled() {
+                dev.wbt.read_issued(rq.id, now);
+            }
+            dev.dispatched += 1;
+            if let Some(v) = dev.shared.as_mut() {
+                v.push((rq, service as f64));
+            }
+            if dev.irq_wait.active() {
+                let mut wq = std::mem::take(&mut dev.irq_wait);
+                self.exec.wake_up_all(&mut wq);
+            }
+            return;
+        }
         let sv = dev.server(rq.kind.dir());
         if rq.pos != dev.next_pos[sv] {
             service += dev.seek_ns;
@@ -578,14 +657,21 @@ pub async fn device_irq(w: std::rc::Rc<World>, d: usize) {
             let mut k = w.k();
             let k = &mut *k;
             let dev = &mut k.devs[d];
-            let next = dev.next_completion().map(|(_, at)| at);
+            let next = match (
+                dev.next_completion().map(|(_, at)| at),
+                dev.shared_next_end(),
+            ) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
             // With two servers a request dispatched now may end before the
             // one the task would sleep for: it sleeps on the queue too, and
             // start_transfer wakes it.
-            if next.is_none() || dev.split {
+            let dynamic = dev.split || dev.shared.is_some();
+            if next.is_none() || dynamic {
                 k.exec.prepare_to_wait(&mut k.devs[d].irq_wait);
             }
-            (next, k.devs[d].split)
+            (next, dynamic)
         };
         match next {
             None => {
@@ -600,6 +686,8 @@ pub async fn device_irq(w: std::rc::Rc<World>, d: usize) {
                 let k = &mut *k;
                 k.exec.finish_wait(&mut k.devs[d].irq_wait);
                 let now = k.exec.now();
+                k.devs[d].shared_advance(now);
+                k.devs[d].shared_finish(now);
                 while k.devs[d].next_completion().is_some_and(|(_, t)| t <= now) {
                     k.complete_request(d);
                 }
@@ -619,8 +707,12 @@ mod tests {
     use crate::profile::profile;
 
     fn kernel(split: bool) -> Kernel {
+        kernel_with(&format!("reads_beside_writes={split}"))
+    }
+
+    fn kernel_with(extra: &str) -> Kernel {
         let m = Machine::from_toml(
-            &format!("name='d'\ncpus=1\nmemory_mib=64\nswap_mib=64\n[[devices]]\nname='vdc'\nwrite_mb_s=4096\nread_mb_s=4096\nlatency_us=0\nscheduler='none'\nreads_beside_writes={split}\n"),
+            &format!("name='d'\ncpus=1\nmemory_mib=64\nswap_mib=64\n[[devices]]\nname='vdc'\nwrite_mb_s=4096\nread_mb_s=4096\nlatency_us=0\nscheduler='none'\n{extra}\n"),
             "test",
         )
         .unwrap();
@@ -666,5 +758,32 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Shared bandwidth: requests at the device together end together; a
+    /// small read among them ends after its own share.
+    #[test]
+    fn shared_bandwidth_ends_together_what_came_together() {
+        let mut k = kernel_with("shared_bandwidth=true");
+        for i in 0..4 {
+            k.start_transfer(0, rq(ReqKind::FileWrite, 1024, 1024 * i, i));
+        }
+        k.start_transfer(0, rq(ReqKind::SwapIn, 1, 1 << 20, 9));
+        let dev = &mut k.devs[0];
+        // Five at the device: the read's 1000 ns of work at a fifth each
+        // (the seek to its far position is 0 here: seek_us defaults to 0).
+        assert_eq!(dev.shared_next_end(), Some(5_000));
+        dev.shared_advance(5_000);
+        dev.shared_finish(5_000);
+        assert_eq!(dev.completions[0].len(), 1, "the read alone");
+        assert_eq!(dev.completions[0][0].kind, ReqKind::SwapIn);
+        // The four writes have 1,023,000 ns each left, a quarter each.
+        let end = dev.shared_next_end().unwrap();
+        assert_eq!(end, 5_000 + 4 * 1_023_000);
+        dev.shared_advance(end);
+        dev.shared_finish(end);
+        assert_eq!(dev.completions[0].len(), 5, "the four writes together");
+        assert!(dev.completions[0].iter().skip(1).all(|r| r.done_at == end));
+        assert_eq!(dev.shared_next_end(), None);
     }
 }
