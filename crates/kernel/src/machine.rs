@@ -169,7 +169,9 @@ pub struct DeviceSpec {
     /// submission at a time complete 2 ms apart (each after ~22 ms), a
     /// 4 KiB read among them in ~50 µs, and writeback's requests in bursts
     /// every ~34 ms (docs/fidelity.md, "A disk that shares its bandwidth").
-    /// Overrides `reads_beside_writes`. Default false.
+    /// An approximation of that disk, which completes together what is
+    /// handed over in one notification and serves separate submissions
+    /// in turn. Overrides `reads_beside_writes`. Default false.
     #[serde(default, skip_serializing_if = "is_false")]
     pub shared_bandwidth: bool,
 }
