@@ -265,9 +265,11 @@ impl BlockDev {
         }
     }
 
-    /// The server that takes a request of direction `dir`.
+    /// The server that takes a request of direction `dir`: its own with
+    /// `split`, else server 0 (shared bandwidth, which overrides `split`,
+    /// keeps its requests in `shared` and ends them into server 0).
     fn server(&self, dir: usize) -> usize {
-        if self.split {
+        if self.split && self.shared.is_none() {
             dir
         } else {
             0
@@ -343,42 +345,29 @@ impl Kernel {
             dev.read_ns_per_page
         };
         let mut service = (per * n as f64) as u64;
-        if dev.shared.is_some() {
-            // Processor sharing: the request joins those at the device with
-            // its work; when each ends depends on who else is there.
-            if rq.pos != dev.next_pos[0] {
-                service += dev.seek_ns;
-            }
-            dev.next_pos[0] = rq.pos + n;
-            dev.shared_advance(now);
-            rq.started = now;
-            if rq.kind.dir() == BLK_RW_SYNC && dev.wbt.enabled() {
-                dev.wbt.read_issued(rq.id, now);
-            }
-            dev.dispatched += 1;
-            if let Some(v) = dev.shared.as_mut() {
-                v.push((rq, service as f64));
-            }
-            if dev.irq_wait.active() {
-                let mut wq = std::mem::take(&mut dev.irq_wait);
-                self.exec.wake_up_all(&mut wq);
-            }
-            return;
-        }
         let sv = dev.server(rq.kind.dir());
         if rq.pos != dev.next_pos[sv] {
             service += dev.seek_ns;
         }
         dev.next_pos[sv] = rq.pos + n;
-        let start = dev.busy_until[sv].max(now);
-        dev.busy_until[sv] = start + service;
-        rq.done_at = dev.busy_until[sv] + dev.latency_ns;
         rq.started = now;
         if rq.kind.dir() == BLK_RW_SYNC && dev.wbt.enabled() {
             dev.wbt.read_issued(rq.id, now);
         }
         dev.dispatched += 1;
-        dev.completions[sv].push_back(rq);
+        if dev.shared.is_some() {
+            // Processor sharing: the request joins those at the device with
+            // its work; when each ends depends on who else is there.
+            dev.shared_advance(now);
+            if let Some(v) = dev.shared.as_mut() {
+                v.push((rq, service as f64));
+            }
+        } else {
+            let start = dev.busy_until[sv].max(now);
+            dev.busy_until[sv] = start + service;
+            rq.done_at = dev.busy_until[sv] + dev.latency_ns;
+            dev.completions[sv].push_back(rq);
+        }
         if dev.irq_wait.active() {
             let mut wq = std::mem::take(&mut dev.irq_wait);
             self.exec.wake_up_all(&mut wq);
@@ -653,7 +642,7 @@ pub async fn submit_bio(w: &World, d: usize, kind: ReqKind, pages: Vec<Pfn>, pos
 /// The device's interrupt task: completes requests at their time.
 pub async fn device_irq(w: std::rc::Rc<World>, d: usize) {
     loop {
-        let (next, split) = {
+        let (next, dynamic) = {
             let mut k = w.k();
             let k = &mut *k;
             let dev = &mut k.devs[d];
@@ -680,7 +669,7 @@ pub async fn device_irq(w: std::rc::Rc<World>, d: usize) {
                 let k = &mut *k;
                 k.exec.finish_wait(&mut k.devs[d].irq_wait);
             }
-            Some(at) if split => {
+            Some(at) if dynamic => {
                 w.block(Some(at)).await;
                 let mut k = w.k();
                 let k = &mut *k;
