@@ -46,7 +46,7 @@ $R sim examples/workloads/dirty-pressure.toml --machine docs/fidelity/machines/h
     --kernel v6.18 --out out/fidelity/host-dirty-pressure-128M --force
 for k in 5.10:v5.10 6.1:v6.1; do
     g=${k%%:*}; p=${k##*:}
-    for x in "" -b -c -d; do
+    for x in "" -b -c -d -e -f; do
         $R sim mapped-file-stream --machine docs/fidelity/records/guest-$g-mfs$x --kernel $p \
             --out out/fidelity/guest-$g-mfs$x --force
     done

@@ -471,8 +471,15 @@ pub fn worker(args: WorkerArgs) -> anyhow::Result<ExitCode> {
             reclaimlab_host::workers::memory_hog(parse_size("memory-hog SIZE", &size)?, stop)?
         }
         Worker::CpuCosts { mib } => {
-            for (k, v) in reclaimlab_host::cpu_probe::measure(mib * 256, 3) {
+            let costs = reclaimlab_host::cpu_probe::measure(mib * 256, 3);
+            for (k, v) in &costs {
                 outln!("cost {k} {v:.1}");
+            }
+            let store = costs.iter().find(|(k, _)| k == "touch_page_ns");
+            if let Some(v) = store
+                .and_then(|(_, s)| reclaimlab_host::cpu_probe::fault_user_time(mib * 256, 8.0, *s))
+            {
+                outln!("cost fault_user_ns {v:.1}");
             }
             if let Some(v) = reclaimlab_host::cpu_probe::swap_cycle(mib * 64) {
                 outln!("cost swap_cycle_ns {v:.1}");

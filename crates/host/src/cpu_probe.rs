@@ -168,6 +168,44 @@ impl Drop for ProbeCgroup {
     }
 }
 
+/// User CPU a first touch's fault costs beyond the store itself, ns per
+/// page: `cost.fault_user_ns` as this machine's kernel books it. The
+/// exception's entry and return and the TLB refill after it run outside
+/// the kernel's accounting window, so the tick books them to user mode
+/// (docs/fidelity.md, "A fault's user time"); an emulated CPU (qemu TCG)
+/// slows them far less than it slows the kernel's code, so the median
+/// factor does not stand for them. First touches of fresh `pages`-page
+/// mappings (mapped, written a word a page, unmapped), repeated for at
+/// least `secs` seconds: a kernel that samples user and system time by
+/// the tick (5.10 and 6.1 as Debian builds them: `TICK_CPU_ACCOUNTING`,
+/// or `VIRT_CPU_ACCOUNTING_GEN` without `nohz_full=`) books a fault's few
+/// per cent of user time to a few ticks a second, so the loop runs long
+/// enough for some hundreds of them; the figure is this thread's user
+/// time (`RUSAGE_THREAD`) over the pages touched, less `store_ns` (a
+/// resident store's cost, [`measure`]'s `touch_page_ns`), never below 0.
+/// `None` if nothing could be mapped.
+pub fn fault_user_time(pages: usize, secs: f64, store_ns: f64) -> Option<f64> {
+    let utime = || {
+        // SAFETY: getrusage writes into the zeroed struct we pass.
+        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+        ru.ru_utime.tv_sec as f64 * 1e9 + ru.ru_utime.tv_usec as f64 * 1e3
+    };
+    let (t, u0) = (Instant::now(), utime());
+    let mut touched = 0usize;
+    while touched == 0 || t.elapsed().as_secs_f64() < secs {
+        let p = map(pages)?;
+        for i in 0..pages {
+            // SAFETY: inside the mapping.
+            unsafe { p.add(i * PAGE).write_volatile(1) };
+        }
+        // SAFETY: p came from map(pages).
+        unsafe { libc::munmap(p as *mut libc::c_void, pages * PAGE) };
+        touched += pages;
+    }
+    Some(((utime() - u0) / touched as f64 - store_ns).max(0.0))
+}
+
 /// This process's system CPU, ns.
 fn process_stime_ns() -> u64 {
     // SAFETY: getrusage writes into the zeroed struct we pass.
@@ -479,6 +517,15 @@ pub fn slowdown(samples: &[Sample]) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// One round at least, whatever the time asked for; a store cost above
+    /// the whole user time floors the figure at 0.
+    #[test]
+    fn fault_user_time_touches_at_least_once_and_is_never_negative() {
+        let v = fault_user_time(64, 0.0, 0.0).unwrap();
+        assert!(v.is_finite() && v >= 0.0, "{v}");
+        assert_eq!(fault_user_time(64, 0.0, 1e12), Some(0.0));
+    }
 
     #[test]
     fn latency_and_bandwidth_from_two_read_sizes() {
