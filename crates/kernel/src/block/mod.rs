@@ -118,17 +118,8 @@ pub struct BlockDev {
     pub next_pos: [u64; 2],
     /// Requests in completion order, per server.
     pub completions: [VecDeque<Request>; 2],
-    /// Reads are served beside writes ([`DeviceSpec::reads_beside_writes`]):
-    /// each direction has a server of its own; otherwise one server takes
-    /// every request in turn (server 0).
-    pub split: bool,
-    /// The requests at the device share its bandwidth
-    /// ([`DeviceSpec::shared_bandwidth`]): they are here with the work
-    /// (ns at the full bandwidth) each has left, and move to
-    /// `completions[0]` when it runs out.
-    pub shared: Option<Vec<(Request, f64)>>,
-    /// When the work left in `shared` was last brought up to date.
-    pub shared_at: u64,
+    /// How the device serves the requests dispatched to it.
+    pub service: Service,
     /// The interrupt task sleeps here when idle.
     pub irq_wait: WaitQueue,
     /// Submitters wait here for a free request slot (`get_request`).
@@ -189,9 +180,7 @@ impl BlockDev {
             busy_until: [0; 2],
             next_pos: [0; 2],
             completions: Default::default(),
-            split: d.reads_beside_writes,
-            shared: d.shared_bandwidth.then(Vec::new),
-            shared_at: 0,
+            service: Service::of(d),
             irq_wait: WaitQueue::default(),
             slot_wait: Default::default(),
             alloc_pos: 1 << 32,
@@ -216,20 +205,57 @@ impl BlockDev {
     }
 }
 
+/// How a device serves the requests dispatched to it.
+#[derive(Debug)]
+pub enum Service {
+    /// One server takes every request in turn, first in first out
+    /// (server 0): the default.
+    Fifo,
+    /// Reads are served beside writes ([`DeviceSpec::reads_beside_writes`]):
+    /// each direction has a server of its own, first in first out.
+    PerDirection,
+    /// The requests at the device share its bandwidth
+    /// ([`DeviceSpec::shared_bandwidth`], which wins over
+    /// `reads_beside_writes`): they are in `reqs` with the work (ns at the
+    /// full bandwidth) each has left, brought up to date at `at`, and move
+    /// to `completions[0]` when it runs out.
+    Shared {
+        /// The requests at the device and the work each has left.
+        reqs: Vec<(Request, f64)>,
+        /// When `reqs`' work was last brought up to date.
+        at: u64,
+    },
+}
+
+impl Service {
+    /// The service a device's description asks for.
+    fn of(d: &DeviceSpec) -> Service {
+        if d.shared_bandwidth {
+            Service::Shared {
+                reqs: Vec::new(),
+                at: 0,
+            }
+        } else if d.reads_beside_writes {
+            Service::PerDirection
+        } else {
+            Service::Fifo
+        }
+    }
+}
+
 impl BlockDev {
     /// Shared bandwidth: takes the time since the last update off the work
     /// left of every request at the device, each getting an equal share.
     fn shared_advance(&mut self, now: u64) {
-        let at = self.shared_at;
-        self.shared_at = now;
-        let Some(v) = self.shared.as_mut() else {
+        let Service::Shared { reqs, at } = &mut self.service else {
             return;
         };
-        if v.is_empty() || now <= at {
+        let since = std::mem::replace(at, now);
+        if reqs.is_empty() || now <= since {
             return;
         }
-        let each = (now - at) as f64 / v.len() as f64;
-        for (_, left) in v.iter_mut() {
+        let each = (now - since) as f64 / reqs.len() as f64;
+        for (_, left) in reqs.iter_mut() {
             *left -= each;
         }
     }
@@ -237,11 +263,13 @@ impl BlockDev {
     /// Shared bandwidth: when the request with the least work left ends, if
     /// no other arrives before.
     fn shared_next_end(&self) -> Option<u64> {
-        let v = self.shared.as_ref()?;
-        let least = v.iter().map(|(_, l)| *l).fold(f64::INFINITY, f64::min);
+        let Service::Shared { reqs, at } = &self.service else {
+            return None;
+        };
+        let least = reqs.iter().map(|(_, l)| *l).fold(f64::INFINITY, f64::min);
         least
             .is_finite()
-            .then(|| self.shared_at + (least.max(0.0) * v.len() as f64).ceil() as u64)
+            .then(|| at + (least.max(0.0) * reqs.len() as f64).ceil() as u64)
     }
 
     /// Shared bandwidth: moves the requests whose work is done to the
@@ -249,7 +277,7 @@ impl BlockDev {
     /// were dispatched.
     fn shared_finish(&mut self, now: u64) {
         let lat = self.latency_ns;
-        let Some(v) = self.shared.as_mut() else {
+        let Service::Shared { reqs: v, .. } = &mut self.service else {
             return;
         };
         let mut i = 0;
@@ -266,13 +294,12 @@ impl BlockDev {
     }
 
     /// The server that takes a request of direction `dir`: its own with
-    /// `split`, else server 0 (shared bandwidth, which overrides `split`,
-    /// keeps its requests in `shared` and ends them into server 0).
+    /// [`Service::PerDirection`], else server 0 ([`Service::Shared`] keeps
+    /// its requests apart and ends them into server 0).
     fn server(&self, dir: usize) -> usize {
-        if self.split && self.shared.is_none() {
-            dir
-        } else {
-            0
+        match self.service {
+            Service::PerDirection => dir,
+            Service::Fifo | Service::Shared { .. } => 0,
         }
     }
 
@@ -355,12 +382,12 @@ impl Kernel {
             dev.wbt.read_issued(rq.id, now);
         }
         dev.dispatched += 1;
-        if dev.shared.is_some() {
+        if let Service::Shared { .. } = dev.service {
             // Processor sharing: the request joins those at the device with
             // its work; when each ends depends on who else is there.
             dev.shared_advance(now);
-            if let Some(v) = dev.shared.as_mut() {
-                v.push((rq, service as f64));
+            if let Service::Shared { reqs, .. } = &mut dev.service {
+                reqs.push((rq, service as f64));
             }
         } else {
             let start = dev.busy_until[sv].max(now);
@@ -656,7 +683,7 @@ pub async fn device_irq(w: std::rc::Rc<World>, d: usize) {
             // With two servers a request dispatched now may end before the
             // one the task would sleep for: it sleeps on the queue too, and
             // start_transfer wakes it.
-            let dynamic = dev.split || dev.shared.is_some();
+            let dynamic = !matches!(dev.service, Service::Fifo);
             if next.is_none() || dynamic {
                 k.exec.prepare_to_wait(&mut k.devs[d].irq_wait);
             }
