@@ -44,6 +44,12 @@ $R sim mapped-file-stream --machine docs/fidelity/machines/host-1G.toml --kernel
     --out out/fidelity/host-mfs-1G --force
 $R sim examples/workloads/dirty-pressure.toml --machine docs/fidelity/machines/host-128M.toml \
     --kernel v6.18 --out out/fidelity/host-dirty-pressure-128M --force
+# The cgroup workload (2026-11-28, sixth session): memcg-congestion and its
+# victim alone on the host's two throttled loop devices, in 1 GiB (v1).
+$R sim memcg-congestion --machine examples/machines/ref-host-loops.toml --kernel v6.18 \
+    --out out/fidelity/host-memcg-congestion --force
+$R sim examples/workloads/memcg-victim-alone.toml --machine examples/machines/ref-host-loops.toml \
+    --kernel v6.18 --out out/fidelity/host-memcg-victim-alone --force
 for k in 5.10:v5.10 6.1:v6.1; do
     g=${k%%:*}; p=${k##*:}
     for x in "" -b -c -d -e -f; do

@@ -118,6 +118,7 @@ params! {
     dirty_writeback_centisecs: u64 = |_| 500, "vm.dirty_writeback_centisecs", 0, 100000, "flusher periodic (kupdate) wake interval, centiseconds";
     dirty_expire_centisecs: u64 = |_| 3000, "vm.dirty_expire_centisecs", 0, 100000, "age after which dirty data is written by kupdate, centiseconds";
     swappiness: u64 = |_| 60, "vm.swappiness", 0, 200, "relative IO cost of swapping vs file reclaim (get_scan_count)";
+    readahead_kb: u64 = |_| 128, "readahead.kb", 0, 65536, "a device's read_ahead_kb (bdi->ra_pages x 4): the largest readahead window of a buffered read, KiB (VM_READAHEAD_PAGES, 128 KiB, unless a driver sets more); 0: no readahead, a missed page read alone (the simulator before 2026-11-28, sixth session)";
     page_cluster: u64 = |_| 3, "vm.page-cluster", 0, 6, "swap readahead window is 2^page-cluster pages (0: no readahead)";
     min_free_kbytes: u64 = |_| 0, "vm.min_free_kbytes", 0, 67108864, "min watermark in KiB; 0 = the kernel's default int_sqrt(lowmem_kbytes*16) clamped to [128, 262144]";
     watermark_scale_factor: u64 = |_| 10, "vm.watermark_scale_factor", 1, 3000, "gap between min/low/high watermarks in 1/10000 of zone memory";

@@ -24,9 +24,9 @@ fn committed_suites_name_real_records_that_open() {
         }
     }
     assert_eq!(
-        pairs, 51,
+        pairs, 54,
         "tuning: three runs of the host's stutterp, three 6.1 guest runs, the host's mapped-file-stream and \
-         four runs of its dirty-pressure; held out: two guests' stutterp with THPs on and off, their \
+         four runs of its dirty-pressure, two of memcg-congestion and its victim alone; held out: two guests' stutterp with THPs on and off, their \
          mapped-file-stream and dirty-pressure, three runs of each (six of mapped-file-stream, six or seven of \
          dirty-pressure)"
     );

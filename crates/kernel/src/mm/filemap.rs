@@ -64,6 +64,8 @@ pub struct File {
     /// The mapping was advised `MADV_RANDOM` (`VM_RAND_READ`): the
     /// mapped-file-stream reader's.
     pub rand_read: bool,
+    /// Its readahead state (`struct file_ra_state`, [`super::readahead`]).
+    pub ra: super::readahead::RaState,
     /// Mapped executable (`VM_EXEC`): a program image (`crate::mm::text`),
     /// whose referenced pages reclaim activates on their first pass and
     /// keeps active (`vmscan/lists.rs`).
@@ -140,6 +142,7 @@ impl Kernel {
             mapped: Vec::new(),
             young: Vec::new(),
             rand_read: false,
+            ra: Default::default(),
             exec: false,
             unwritten: Vec::new(),
         });
@@ -320,7 +323,7 @@ impl Kernel {
     /// `f` after a miss. A hole of a sparse file is zero-filled on the spot;
     /// any other page is added locked and the device read to submit for it
     /// (device, position) is returned, for [`read_page`].
-    fn page_cache_miss(&mut self, f: u32, index: u32, pfn: Pfn) -> Option<(usize, u64)> {
+    pub(crate) fn page_cache_miss(&mut self, f: u32, index: u32, pfn: Pfn) -> Option<(usize, u64)> {
         if self.files[f as usize].sparse {
             let z = self.params.cost_zero_ns;
             self.charge_sys(z);
@@ -483,29 +486,66 @@ async fn read_page(w: &World, pfn: Pfn, io: Option<(usize, u64)>) {
     }
 }
 
-/// Buffered `pread()` of pages `[index, index+n)` of file `f`.
+/// Buffered `pread()` of pages `[index, index+n)` of file `f`
+/// (`filemap_read` → `filemap_get_pages`, 6.1): a page not cached starts a
+/// synchronous readahead of the window [`super::readahead`] picks (one
+/// page alone with `readahead.kb=0`, as before 2026-11-28), a cached page
+/// marked `PG_readahead` an asynchronous one; then the read waits for the
+/// page's I/O if it is still in flight, marks it accessed and copies it.
 pub async fn file_read(w: &World, f: u32, index: u32, n: u32) -> FileOp {
-    for i in index..index + n {
-        let hit = w.k().find_get_page(f, i);
-        let pfn = match hit {
-            Some(p) => {
-                wait_on_page_locked(w, p).await;
-                p
-            }
-            None => {
-                let Some(pfn) = alloc_page(w, Gfp::HIGHUSER_MOVABLE).await else {
-                    return FileOp::Killed;
-                };
-                let io = {
-                    let mut k = w.k();
-                    if k.find_get_page(f, i).is_some() {
-                        k.free_page(pfn);
-                        continue;
+    let end = index + n;
+    for i in index..end {
+        let pfn = loop {
+            let hit = w.k().find_get_page(f, i);
+            match hit {
+                Some(p) => {
+                    let marked = {
+                        let mut k = w.k();
+                        let page = k.frames.get_mut(p);
+                        let m = page.test(pg::RECLAIM) && !page.test(pg::WRITEBACK);
+                        if m {
+                            page.clear(pg::RECLAIM);
+                        }
+                        m
+                    };
+                    if marked {
+                        // page_cache_async_ra(): the next window, not waited for.
+                        let win = w.k().readahead_window(f, i, end - i, true);
+                        if let Some(win) = win {
+                            if !super::readahead::page_cache_ra(w, f, win).await {
+                                return FileOp::Killed;
+                            }
+                        }
                     }
-                    k.page_cache_miss(f, i, pfn)
-                };
-                read_page(w, pfn, io).await;
-                pfn
+                    wait_on_page_locked(w, p).await;
+                    break p;
+                }
+                None => {
+                    // page_cache_sync_readahead(), then the page again.
+                    let win = w.k().readahead_window(f, i, end - i, false);
+                    if let Some(win) = win {
+                        if !super::readahead::page_cache_ra(w, f, win).await {
+                            return FileOp::Killed;
+                        }
+                        if w.k().find_get_page(f, i).is_some() {
+                            continue;
+                        }
+                    }
+                    // filemap_create_folio(): this page alone.
+                    let Some(pfn) = alloc_page(w, Gfp::HIGHUSER_MOVABLE).await else {
+                        return FileOp::Killed;
+                    };
+                    let io = {
+                        let mut k = w.k();
+                        if k.find_get_page(f, i).is_some() {
+                            k.free_page(pfn);
+                            continue;
+                        }
+                        k.page_cache_miss(f, i, pfn)
+                    };
+                    read_page(w, pfn, io).await;
+                    break pfn;
+                }
             }
         };
         {
@@ -518,6 +558,7 @@ pub async fn file_read(w: &World, f: u32, index: u32, n: u32) -> FileOp {
         }
         maybe_pay_cpu(w).await;
     }
+    w.k().files[f as usize].ra.prev_index = Some(end - 1);
     FileOp::Ok
 }
 

@@ -16,6 +16,7 @@ pub mod memcontrol;
 pub mod mlock;
 pub mod page;
 pub mod pcp;
+pub mod readahead;
 pub mod shrinker;
 pub mod slab;
 pub mod slots;
