@@ -50,6 +50,10 @@ $R sim memcg-congestion --machine examples/machines/ref-host-loops.toml --kernel
     --out out/fidelity/host-memcg-congestion --force
 $R sim examples/workloads/memcg-victim-alone.toml --machine examples/machines/ref-host-loops.toml \
     --kernel v6.18 --out out/fidelity/host-memcg-victim-alone --force
+# The shrinker workload (sixth session): fsmark-mlock-1g in the host's 1 GiB
+# cgroup, its creators on a loop-mounted XFS image.
+$R sim fsmark-mlock-1g --machine docs/fidelity/machines/host-1G-xfs-image.toml --kernel v6.18 \
+    --out out/fidelity/host-fsmark-mlock-1g --force
 for k in 5.10:v5.10 6.1:v6.1; do
     g=${k%%:*}; p=${k##*:}
     for x in "" -b -c -d -e -f; do

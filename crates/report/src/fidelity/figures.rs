@@ -172,8 +172,11 @@ pub(super) fn ops_rank(key: &str) -> usize {
 /// refaults that `workingset_refault` found recent enough to activate, and
 /// of those, the pages that had been active before eviction (the restores,
 /// which add to their type's reclaim cost; 5.9+ names). A record without
-/// a counter has no such row.
-const VMSTAT: [(&str, &str); 9] = [
+/// a counter has no such row. And the OOM kills (`oom_kill`, global and
+/// memcg OOMs alike, 4.13+), a row only where either side killed
+/// ([`QUIET_UNLESS_NONZERO`]).
+const VMSTAT: [(&str, &str); 10] = [
+    ("oom_kill", "OOM kills (oom_kill)"),
     ("pswpin", "Swap ins (pswpin)"),
     ("pswpout", "Swap outs (pswpout)"),
     ("pgmajfault", "Major faults (pgmajfault)"),
@@ -196,6 +199,11 @@ const VMSTAT: [(&str, &str); 9] = [
         "of them restores (workingset_restore_file)",
     ),
 ];
+
+/// Figures that make a row only where either side is non-zero: an
+/// outcome most workloads never have, which would otherwise add an
+/// agreeing 0 against 0 to every pair.
+pub(super) const QUIET_UNLESS_NONZERO: [&str; 1] = ["vmstat.oom_kill"];
 
 /// Latency statistics per operation: key suffix, label, percentile
 /// (`None`: the mean).

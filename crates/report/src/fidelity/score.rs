@@ -127,6 +127,12 @@ fn figure_rows(sim: &Side, real: &Side, tol: &Tolerance, headline: &BTreeSet<&st
             continue;
         }
         let (s, r) = (find(sim, &f.key), find(real, &f.key));
+        if super::figures::QUIET_UNLESS_NONZERO.contains(&f.key.as_str())
+            && s.unwrap_or(0.0) == 0.0
+            && r.unwrap_or(0.0) == 0.0
+        {
+            continue;
+        }
         let base = RowBase {
             key: f.key.clone(),
             group: f.group.clone(),

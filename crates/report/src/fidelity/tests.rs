@@ -512,3 +512,29 @@ fn generation_replicates_tell_noise_from_a_direction() {
             .is_err()
     );
 }
+
+/// OOM kills make a row only where either side killed: 0 against 0 adds
+/// nothing to a pair, a kill on one side is missing on the other.
+#[test]
+fn oom_kills_make_a_row_only_where_either_side_killed() {
+    let s = fixture("base");
+    let with = |side: &Side, v: f64| {
+        let mut side = side.clone();
+        side.figures.retain(|f| f.key != "vmstat.oom_kill");
+        side.figures.push(figures::figure(
+            "vmstat.oom_kill".into(),
+            "vmstat.oom_kill",
+            "OOM kills (oom_kill)".into(),
+            "vmstat",
+            Kind::Count,
+            v,
+        ));
+        side
+    };
+    let quiet = score_pair(&with(&s, 0.0), &with(&s, 0.0), Tolerance::default()).unwrap();
+    assert!(quiet.rows.iter().all(|r| r.key != "vmstat.oom_kill"));
+    let killed = score_pair(&with(&s, 0.0), &with(&s, 2.0), Tolerance::default()).unwrap();
+    assert_eq!(row(&killed, "vmstat.oom_kill").verdict, Verdict::Missing);
+    let both = score_pair(&with(&s, 1.0), &with(&s, 2.0), Tolerance::default()).unwrap();
+    assert_eq!(row(&both, "vmstat.oom_kill").verdict, Verdict::Within);
+}
