@@ -66,8 +66,11 @@ fn has_cap_ipc_lock() -> bool {
 
 /// The mlock worker: `mmap` + `mlock` + touch `bytes` in steps of `step`
 /// (0: all at once) every `interval`, then hold until `stop`. Prints
-/// `t_s locked_mib` after each step (the runner keeps the output, so a run
-/// killed by the OOM killer shows how far it got).
+/// `t_s locked_mib step_us` after each step, the last the time the step
+/// took to map, lock and touch (the runner keeps the output, so a run
+/// killed by the OOM killer shows how far it got, and records each step's
+/// time as an `mlock` latency sample, as the simulator's mlock worker
+/// does).
 pub fn mlock_hold(
     bytes: u64,
     step: u64,
@@ -120,8 +123,9 @@ pub fn mlock_hold(
             off += page;
         }
         locked += n;
+        let step_us = start.elapsed().as_secs_f64() * 1e6;
         let t_s = sys::mono_ns().saturating_sub(t0_mono_ns) as f64 / 1e9;
-        let _ = writeln!(out.lock(), "{t_s:.3} {}", locked >> 20);
+        let _ = writeln!(out.lock(), "{t_s:.3} {} {step_us:.1}", locked >> 20);
         if locked < bytes {
             let rest = interval.saturating_sub(start.elapsed());
             sleep_unless_stopped(rest, &stop);

@@ -15,11 +15,8 @@ fn committed_suites_name_real_records_that_open() {
         let suite = load_suite(&dir.join(name)).unwrap();
         for (_, real) in &suite.pairs {
             let run = load_run(real).unwrap_or_else(|e| panic!("{name}: {}: {e}", real.display()));
-            // The real fs-create and mlock workers report no latency
-            // samples (the squeeze's steps are in the notes); every other
-            // workload's record has some.
             assert!(
-                !run.latency.is_empty() || run.meta.workload.starts_with("fsmark-mlock"),
+                !run.latency.is_empty(),
                 "{}: no latency samples",
                 real.display()
             );

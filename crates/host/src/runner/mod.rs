@@ -978,6 +978,13 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
                     us / 1e6
                 ));
             }
+            // Each mlock step's time to lock, as the simulator's `mlock`
+            // samples.
+            for (ts, us) in oomwork::mlock_samples(&worker_logs) {
+                if w.latency(t, "mlock", ts, us).is_ok() {
+                    latency_samples += 1;
+                }
+            }
         }
         notes.extend(oomwork::worker_notes(t, &worker_logs));
         all_pids.extend(pids.iter().map(|(_, p)| *p));

@@ -64,6 +64,27 @@ pub(super) fn check(steps: &[StepWork], memory: u64) -> Result<Option<(&'static 
     Ok(None)
 }
 
+/// The mlock workers' steps from their logs: (t_s, µs the step took to
+/// lock) for each `t_s locked_mib step_us` line; lines without the step's
+/// time (or not numbers: an error) are skipped.
+pub(super) fn mlock_samples(logs: &[(String, PathBuf)]) -> Vec<(f64, f64)> {
+    let mut v = Vec::new();
+    for (_, path) in logs.iter().filter(|(c, _)| c == "mlock") {
+        let text = fs::read_to_string(path).unwrap_or_default();
+        for l in text.lines() {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if let [t, _, us] = f[..] {
+                if let (Ok(t), Ok(us)) = (t.parse::<f64>(), us.parse::<f64>()) {
+                    if t.is_finite() && us.is_finite() && us >= 0.0 {
+                        v.push((t, us));
+                    }
+                }
+            }
+        }
+    }
+    v
+}
+
 /// Lines for the record's notes from the workers' logs: how much each
 /// mlock worker had locked (its last `t_s MiB` line), the files each
 /// fs-create worker made, and any error a worker printed.
@@ -78,7 +99,7 @@ pub(super) fn worker_notes(step: u32, logs: &[(String, PathBuf)]) -> Vec<String>
             "mlock" => {
                 let locked = text
                     .lines()
-                    .filter_map(|l| l.split_once(' ')?.1.trim().parse::<u64>().ok())
+                    .filter_map(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
                     .next_back();
                 notes.push(match locked {
                     Some(m) => format!(
@@ -172,4 +193,27 @@ pub(super) fn capture_kills(
         ));
     }
     oom_kills
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The mlock worker's steps become samples and its last line the note;
+    /// an error line and the old two-field lines give no sample.
+    #[test]
+    fn mlock_steps_become_samples_and_the_last_the_note() {
+        let dir = std::env::temp_dir().join(format!("rl-mlocklog-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("mlock.log");
+        fs::write(&log, "5.012 100 812345.5\n10.020 200\n15.031 300 901000.0\nmlock worker: mlock failed\n").unwrap();
+        let logs = vec![("mlock".to_string(), log)];
+        assert_eq!(
+            mlock_samples(&logs),
+            vec![(5.012, 812_345.5), (15.031, 901_000.0)]
+        );
+        let notes = worker_notes(1, &logs);
+        assert!(notes[0].contains("had locked 300 MiB"), "{notes:?}");
+        let _ = fs::remove_dir_all(&dir);
+    }
 }
