@@ -206,7 +206,11 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("rl-mlocklog-{}", std::process::id()));
         fs::create_dir_all(&dir).unwrap();
         let log = dir.join("mlock.log");
-        fs::write(&log, "5.012 100 812345.5\n10.020 200\n15.031 300 901000.0\nmlock worker: mlock failed\n").unwrap();
+        fs::write(
+            &log,
+            "5.012 100 812345.5\n10.020 200\n15.031 300 901000.0\nmlock worker: mlock failed\n",
+        )
+        .unwrap();
         let logs = vec![("mlock".to_string(), log)];
         assert_eq!(
             mlock_samples(&logs),
