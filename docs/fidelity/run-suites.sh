@@ -51,9 +51,10 @@ $R sim memcg-congestion --machine examples/machines/ref-host-loops.toml --kernel
 $R sim examples/workloads/memcg-victim-alone.toml --machine examples/machines/ref-host-loops.toml \
     --kernel v6.18 --out out/fidelity/host-memcg-victim-alone --force
 # The shrinker workload (sixth session): fsmark-mlock-1g in the host's 1 GiB
-# cgroup, its creators on a loop-mounted XFS image.
+# cgroup, its creators on a loop-mounted 4 GiB XFS image, which holds
+# 2,097,152 inodes (imaxpct 25 % of 1 Mi 4 KiB blocks, 8 inodes a block).
 $R sim fsmark-mlock-1g --machine docs/fidelity/machines/host-1G-xfs-image.toml --kernel v6.18 \
-    --out out/fidelity/host-fsmark-mlock-1g --force
+    --set xfs.maxicount=2097152 --out out/fidelity/host-fsmark-mlock-1g --force
 for k in 5.10:v5.10 6.1:v6.1; do
     g=${k%%:*}; p=${k##*:}
     for x in "" -b -c -d -e -f; do

@@ -319,7 +319,20 @@ pub async fn fs_create(
     let mut n = 0u64;
     while files == 0 || n < files {
         let dir = first_dir + (n % u64::from(dirs)) as u32;
-        if xfs_create(&w, sb, dir).await == CreateResult::Killed || killed(&w) {
+        match xfs_create(&w, sb, dir).await {
+            CreateResult::Killed => return,
+            // The filesystem is full (ENOSPC): fs_mark stops creating; the
+            // process stays until the run ends, as the real worker does.
+            CreateResult::NoSpace => loop {
+                let t = w.k().exec.now() + MLOCK_HOLD_CHECK_NS;
+                w.sleep_until(t).await;
+                if killed(&w) {
+                    return;
+                }
+            },
+            CreateResult::Done => {}
+        }
+        if killed(&w) {
             return;
         }
         n += 1;

@@ -334,3 +334,22 @@ fn nonblocking_unpinned_reclaim_ooms_where_sync_does_not() {
         "sync killed under {sync} of 7 fault costs, async under {unpinned}"
     );
 }
+
+/// A full filesystem: past `xfs.maxicount` (XFS's `m_maxicount`) a create
+/// fails with ENOSPC and the creators stop, as fs_mark does on the real
+/// host's 4 GiB image (about 2.1 M files); without the cap they create on.
+#[test]
+fn creators_stop_when_the_filesystem_has_no_inode_left() {
+    let samples = |set: &[(&str, &str)]| {
+        let (c, _) = sim(&machine(BOX_2G), "v5.9", &fsmark(3, 0), 1, set);
+        c.lat.iter().filter(|l| l.1 == "fsmark-create").count()
+    };
+    // One sample per 1,000 creates of a creator: 16 creators, 16,000 inodes.
+    let capped = samples(&[("xfs.maxicount", "16000")]);
+    let free = samples(&[]);
+    assert!(
+        capped <= 16,
+        "{capped} samples of 1,000 creates under a 16,000-inode cap"
+    );
+    assert!(free > 2 * 16, "without the cap only {free} samples in 3 s");
+}

@@ -131,6 +131,8 @@ pub enum CreateResult {
     Done,
     /// The task was OOM-killed (or an allocation failed): stop.
     Killed,
+    /// No inode left (`xfs.maxicount` reached: ENOSPC): stop creating.
+    NoSpace,
 }
 
 /// `open(O_CREAT)` + `close()` of a new empty file in directory `dir` of
@@ -144,6 +146,16 @@ pub enum CreateResult {
 /// Reserves log space first (`xfs_trans_alloc` → `xfs_log_reserve`; the
 /// kernel takes it after the dentry, which changes nothing here).
 pub async fn xfs_create(w: &World, sb: usize, dir: u32) -> CreateResult {
+    // xfs_dialloc: no new inode past m_maxicount [5.9 fs/xfs/xfs_ialloc.c;
+    // simplified: counted per inode, not per 64-inode chunk, and checked
+    // before the transaction's log reservation rather than inside it].
+    {
+        let k = w.k();
+        let max = k.params.xfs_maxicount;
+        if max > 0 && k.supers[sb].xfs.inodes_allocated() >= max {
+            return CreateResult::NoSpace;
+        }
+    }
     xfs_log::xfs_log_reserve(w, sb).await;
     let Some(dentry) = kmem_cache_alloc(w, Cache::Dentry, Gfp::KERNEL).await else {
         w.k().xfs_log_ungrant(sb);

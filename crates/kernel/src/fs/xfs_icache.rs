@@ -215,6 +215,11 @@ impl XfsMount {
             ..Default::default()
         }
     }
+    /// Inodes allocated since the mount (`m_icount` without frees: the
+    /// simulated creators never unlink).
+    pub fn inodes_allocated(&self) -> u64 {
+        self.next_ino
+    }
     /// `xfs_reclaim_inodes_count`: inodes tagged for reclaim in all AGs.
     pub fn reclaimable_count(&self) -> u64 {
         self.ags.iter().map(|a| a.reclaimable.len() as u64).sum()
