@@ -86,10 +86,16 @@ pub async fn mlock_worker(w: Rc<World>, pages: u32, step: u32, interval_ns: u64,
         }
     }
     // Hold: the pages stay locked until the process exits (run end or OOM kill).
+    hold_until_killed(&w).await;
+}
+
+/// Stays, doing nothing, until the run ends or the task is OOM-killed
+/// (looked at every `MLOCK_HOLD_CHECK_NS`).
+async fn hold_until_killed(w: &World) {
     loop {
         let t = w.k().exec.now() + MLOCK_HOLD_CHECK_NS;
         w.sleep_until(t).await;
-        if killed(&w) {
+        if killed(w) {
             return;
         }
     }
@@ -323,13 +329,7 @@ pub async fn fs_create(
             CreateResult::Killed => return,
             // The filesystem is full (ENOSPC): fs_mark stops creating; the
             // process stays until the run ends, as the real worker does.
-            CreateResult::NoSpace => loop {
-                let t = w.k().exec.now() + MLOCK_HOLD_CHECK_NS;
-                w.sleep_until(t).await;
-                if killed(&w) {
-                    return;
-                }
-            },
+            CreateResult::NoSpace => return hold_until_killed(&w).await,
             CreateResult::Done => {}
         }
         if killed(&w) {

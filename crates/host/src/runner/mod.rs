@@ -961,6 +961,7 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
             }
         }
         samples.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let logs = oomwork::read_worker_logs(t, &worker_logs);
         {
             let mut w = writer.lock().unwrap_or_else(|p| p.into_inner());
             for (ts, v) in samples {
@@ -980,13 +981,13 @@ fn run_workload(opts: &RunOptions, stop: Arc<AtomicBool>, source: Source) -> Res
             }
             // Each mlock step's time to lock, as the simulator's `mlock`
             // samples.
-            for (ts, us) in oomwork::mlock_samples(&worker_logs) {
+            for &(ts, us) in &logs.mlock_samples {
                 if w.latency(t, "mlock", ts, us).is_ok() {
                     latency_samples += 1;
                 }
             }
         }
-        notes.extend(oomwork::worker_notes(t, &worker_logs));
+        notes.extend(logs.notes);
         all_pids.extend(pids.iter().map(|(_, p)| *p));
         let _ = fs::remove_dir_all(&fio_dir);
         if failure.is_some() || interrupted {

@@ -64,20 +64,43 @@ pub(super) fn check(steps: &[StepWork], memory: u64) -> Result<Option<(&'static 
     Ok(None)
 }
 
-/// The mlock workers' steps from their logs: (t_s, µs the step took to
-/// lock) for each `t_s locked_mib step_us` line; lines without the step's
-/// time (or not numbers: an error) are skipped.
-pub(super) fn mlock_samples(logs: &[(String, PathBuf)]) -> Vec<(f64, f64)> {
+/// The workers' logs, read once: their lines for the record's notes
+/// ([`worker_notes`]) and the mlock workers' steps ([`mlock_steps`]).
+pub(super) struct WorkerLogs {
+    /// Notes.
+    pub notes: Vec<String>,
+    /// (t_s, µs the step took to lock) of every mlock step.
+    pub mlock_samples: Vec<(f64, f64)>,
+}
+
+/// Reads the step's worker logs once for both [`WorkerLogs`] parts.
+pub(super) fn read_worker_logs(step: u32, logs: &[(String, PathBuf)]) -> WorkerLogs {
+    let texts: Vec<(String, String)> = logs
+        .iter()
+        .map(|(comm, path)| (comm.clone(), fs::read_to_string(path).unwrap_or_default()))
+        .collect();
+    let mlock_samples = texts
+        .iter()
+        .filter(|(c, _)| c == "mlock")
+        .flat_map(|(_, t)| mlock_steps(t))
+        .collect();
+    WorkerLogs {
+        notes: worker_notes(step, &texts),
+        mlock_samples,
+    }
+}
+
+/// An mlock worker's steps from its log: (t_s, µs the step took to lock)
+/// for each `t_s locked_mib step_us` line; lines without the step's time
+/// (or not numbers: an error) are skipped.
+fn mlock_steps(text: &str) -> Vec<(f64, f64)> {
     let mut v = Vec::new();
-    for (_, path) in logs.iter().filter(|(c, _)| c == "mlock") {
-        let text = fs::read_to_string(path).unwrap_or_default();
-        for l in text.lines() {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            if let [t, _, us] = f[..] {
-                if let (Ok(t), Ok(us)) = (t.parse::<f64>(), us.parse::<f64>()) {
-                    if t.is_finite() && us.is_finite() && us >= 0.0 {
-                        v.push((t, us));
-                    }
+    for l in text.lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        if let [t, _, us] = f[..] {
+            if let (Ok(t), Ok(us)) = (t.parse::<f64>(), us.parse::<f64>()) {
+                if t.is_finite() && us.is_finite() && us >= 0.0 {
+                    v.push((t, us));
                 }
             }
         }
@@ -88,12 +111,11 @@ pub(super) fn mlock_samples(logs: &[(String, PathBuf)]) -> Vec<(f64, f64)> {
 /// Lines for the record's notes from the workers' logs: how much each
 /// mlock worker had locked (its last `t_s MiB` line), the files each
 /// fs-create worker made, and any error a worker printed.
-pub(super) fn worker_notes(step: u32, logs: &[(String, PathBuf)]) -> Vec<String> {
+fn worker_notes(step: u32, logs: &[(String, String)]) -> Vec<String> {
     let mut notes = Vec::new();
     let mut files = 0u64;
     let mut creators = 0;
-    for (comm, path) in logs {
-        let text = fs::read_to_string(path).unwrap_or_default();
+    for (comm, text) in logs {
         let last = text.lines().last().unwrap_or("").trim();
         match comm.as_str() {
             "mlock" => {
@@ -212,12 +234,16 @@ mod tests {
         )
         .unwrap();
         let logs = vec![("mlock".to_string(), log)];
+        let read = read_worker_logs(1, &logs);
         assert_eq!(
-            mlock_samples(&logs),
+            read.mlock_samples,
             vec![(5.012, 812_345.5), (15.031, 901_000.0)]
         );
-        let notes = worker_notes(1, &logs);
-        assert!(notes[0].contains("had locked 300 MiB"), "{notes:?}");
+        assert!(
+            read.notes[0].contains("had locked 300 MiB"),
+            "{:?}",
+            read.notes
+        );
         let _ = fs::remove_dir_all(&dir);
     }
 }

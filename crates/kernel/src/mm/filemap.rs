@@ -508,28 +508,20 @@ pub async fn file_read(w: &World, f: u32, index: u32, n: u32) -> FileOp {
                         }
                         m
                     };
-                    if marked {
-                        // page_cache_async_ra(): the next window, not waited for.
-                        let win = w.k().readahead_window(f, i, end - i, true);
-                        if let Some(win) = win {
-                            if !super::readahead::page_cache_ra(w, f, win).await {
-                                return FileOp::Killed;
-                            }
-                        }
+                    // page_cache_async_ra(): the next window, not waited for.
+                    if marked && !super::readahead::readahead(w, f, i, end - i, true).await {
+                        return FileOp::Killed;
                     }
                     wait_on_page_locked(w, p).await;
                     break p;
                 }
                 None => {
                     // page_cache_sync_readahead(), then the page again.
-                    let win = w.k().readahead_window(f, i, end - i, false);
-                    if let Some(win) = win {
-                        if !super::readahead::page_cache_ra(w, f, win).await {
-                            return FileOp::Killed;
-                        }
-                        if w.k().find_get_page(f, i).is_some() {
-                            continue;
-                        }
+                    if !super::readahead::readahead(w, f, i, end - i, false).await {
+                        return FileOp::Killed;
+                    }
+                    if w.k().find_get_page(f, i).is_some() {
+                        continue;
                     }
                     // filemap_create_folio(): this page alone.
                     let Some(pfn) = alloc_page(w, Gfp::HIGHUSER_MOVABLE).await else {

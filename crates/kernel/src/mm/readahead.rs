@@ -182,6 +182,19 @@ impl Kernel {
     }
 }
 
+/// Readahead for a read of `req` pages at `index` of file `f`, at a
+/// marked page (`marker`, `page_cache_async_ra`) or a miss
+/// (`page_cache_sync_ra`): the window [`Kernel::readahead_window`] picks,
+/// read by [`page_cache_ra`] (nothing with readahead off). False if the
+/// task was OOM-killed while allocating.
+pub async fn readahead(w: &World, f: u32, index: u32, req: u32, marker: bool) -> bool {
+    let win = w.k().readahead_window(f, index, req, marker);
+    match win {
+        Some(win) => page_cache_ra(w, f, win).await,
+        None => true,
+    }
+}
+
 /// `page_cache_ra_unbounded` (6.1): allocates the window's pages that are
 /// not cached, adds them to the page cache locked, marks the one
 /// `nr - lookahead` into the window `PG_readahead`, and submits each run
